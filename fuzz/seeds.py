@@ -82,6 +82,16 @@ def segment_seeds(out):
         "remote_segment_torn": b"\x06" + log[:-17],
         "remote_segment_garbage_tail": b"\x06" + log + b"\xff" * 70,
     }
+    # Mode 7: a remote .index (its length first) and .log, read in chunks.
+    step = len(batch(0, 3, 1000))
+    index = b"".join(struct.pack(">ii", 3 * k, k * step) for k in range(1, 8, 2))
+    for name, idx in {"remote_chunks_ok": index,
+                      "remote_chunks_no_index": b"",
+                      "remote_chunks_index_past_end": index + struct.pack(">ii", 30, 1 << 30),
+                      "remote_chunks_index_unsorted": index[8:] + index[:8],
+                      "remote_chunks_index_mid_batch": struct.pack(">ii", 3, step + 5),
+                      "remote_chunks_index_torn": index[:-3]}.items():
+        seeds[name] = b"\x07" + struct.pack(">H", len(idx)) + idx + log
     write_all(d, seeds)
 
 

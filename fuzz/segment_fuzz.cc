@@ -10,6 +10,9 @@
 //   5: a valid last segment whose .txnindex file is data: open (recover), collect
 //   6: data is a tiered segment's copy from S3 (.log, no index): ReadSegmentFile from
 //      every offset, ForEachSegmentFileBatch (what a remote Fetch and ListOffsets read)
+//   7: data is a tiered segment's .index (its length first, 2 bytes big-endian) and .log
+//      from S3, read in the chunks the index splits it into (SegmentChunkAt), each from a
+//      file of its own bytes as a remote Fetch reads them
 #include <unistd.h>
 
 #include <cstdint>
@@ -66,7 +69,7 @@ std::vector<uint8_t> ValidLog() {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
-  uint8_t mode = data[0] % 7;
+  uint8_t mode = data[0] % 8;
   ++data;
   --size;
   if (mode == 0) {
@@ -102,6 +105,44 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
       (void)ForEachSegmentFileBatch(
           seg, 0, [&](const BatchHeader& h, uint64_t pos) { return pos + h.total_size() <= size; });
+    }
+    std::filesystem::remove_all(dir);
+    return 0;
+  }
+  if (mode == 7) {
+    const size_t index_bytes = size < 2 ? 0 : std::min<size_t>(size - 2, data[0] << 8 | data[1]);
+    const size_t at = std::min<size_t>(size, 2) + index_bytes;
+    WriteFile(seg0 + ".index", data + std::min<size_t>(size, 2), index_bytes);
+    SegmentFile whole;
+    whole.size = size - at;
+    if (auto f = Env::Posix()->Open(seg0 + ".index", OpenMode::kRead); f.ok()) {
+      whole.index = std::shared_ptr<File>(std::move(*f));
+    }
+    std::vector<uint8_t> bytes;
+    for (uint64_t chunk_bytes : {1, 300, 4096}) {
+      uint64_t pos = 0;
+      for (int n = 0; n < 200 && pos < whole.size; ++n) {
+        auto chunk = SegmentChunkAt(whole, pos, chunk_bytes);
+        if (!chunk.ok() || chunk->first > pos || chunk->second <= pos ||
+            chunk->second > whole.size) {
+          if (chunk.ok()) std::abort();  // a chunk must hold the byte asked for, in the segment
+          break;
+        }
+        const std::string path = seg0 + ".chunk";
+        WriteFile(path, data + at + chunk->first, chunk->second - chunk->first);
+        SegmentFile part = whole;
+        if (auto f = Env::Posix()->Open(path, OpenMode::kRead); f.ok()) {
+          part.log = std::shared_ptr<File>(std::move(*f));
+          part.from = chunk->first;
+          part.end = chunk->second;
+          for (int64_t offset = 0; offset < 30; offset += 4) {
+            auto r = ReadSegmentFile(part, offset, 1 << 16, INT64_MAX, EmptyBatches::kSkip);
+            if (r.ok()) (void)PartitionLog::ReadSlice(r->slice, &bytes);
+          }
+          (void)ForEachSegmentFileBatch(part, 0, [](const BatchHeader&, uint64_t) { return true; });
+        }
+        pos = chunk->second;
+      }
     }
     std::filesystem::remove_all(dir);
     return 0;

@@ -71,6 +71,11 @@ class LakeRemoteStore : public broker::RemoteStore {
                      cache_->Fetch({Location(key)}, sizes));
     return Copy{copies.front()->path(), copies.front()};
   }
+  Result<Copy> FetchRange(const std::string& key, uint64_t offset, uint64_t length) const override {
+    ASSIGN_OR_RETURN(std::shared_ptr<const lake::CachedObject> copy,
+                     cache_->FetchRange(Location(key), offset, length));
+    return Copy{copy->path(), copy};
+  }
   std::string Describe() const override { return root_; }
 
  private:

@@ -177,8 +177,8 @@ Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
   mo.remote_store = o.remote_store.get();
   if (o.remote_store != nullptr) {
     b->remote_index_ = std::make_unique<RemoteSegments>();
-    b->remote_reader_ =
-        std::make_unique<RemoteReader>(o.remote_store.get(), b->remote_index_.get());
+    b->remote_reader_ = std::make_unique<RemoteReader>(o.remote_store.get(), b->remote_index_.get(),
+                                                       4, 2, o.tiered_chunk_bytes);
     mo.remote_index = b->remote_index_.get();
   }
   mo.auto_create_topics = o.auto_create_topics;

@@ -104,6 +104,9 @@ struct BrokerOptions {
   // fetch waits for its reads from tiered storage; past it the fetch answers without them
   // (those partitions empty) while the reads go on into the cache.
   int64_t remote_fetch_max_wait_ms = 500;
+  // tiered_storage.chunk_bytes: how much of a remote segment's .log one download brings
+  // (design 0025, decision 10); a chunk is cached on its own.
+  uint64_t tiered_chunk_bytes = 16 << 20;
   // log.retention.check.interval.ms: how often retention deletes old segments.
   int64_t retention_check_interval_ms = 300'000;
   // log.cleaner.*: the cleaner threads of compacted topics (storage.cleaner.* in YAML).

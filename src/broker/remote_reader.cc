@@ -1,6 +1,8 @@
 // Reads of offsets that only tiered storage holds. See remote_reader.h.
 #include "broker/remote_reader.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <memory>
 #include <string>
@@ -15,7 +17,8 @@ namespace sluice::broker {
 namespace {
 
 const Logger kLog("tiered");
-constexpr size_t kReadAheadMemory = 64;  // objects remembered as read ahead
+constexpr size_t kReadAheadMemory = 64;  // chunks remembered as read ahead
+constexpr int kReadAheadChunks = 4;      // how many chunks past a read are fetched ahead
 
 // A copy's file, open, keeping the copy in the cache while a slice of it is held.
 Result<std::shared_ptr<storage::File>> OpenCopy(const RemoteStore::Copy& copy) {
@@ -33,8 +36,8 @@ Result<std::shared_ptr<storage::File>> OpenCopy(const RemoteStore::Copy& copy) {
 }  // namespace
 
 RemoteReader::RemoteReader(const RemoteStore* store, const RemoteSegments* index, int threads,
-                           int ahead_threads)
-    : store_(store), index_(index) {
+                           int ahead_threads, uint64_t chunk_bytes)
+    : store_(store), index_(index), chunk_bytes_(chunk_bytes) {
   for (int i = 0; i < std::max(threads, 1); ++i) threads_.emplace_back([this] { Run(false); });
   for (int i = 0; i < std::max(ahead_threads, 1); ++i) threads_.emplace_back([this] { Run(true); });
 }
@@ -48,7 +51,6 @@ RemoteReader::~RemoteReader() {
   for (std::thread& t : threads_) t.join();
   // Asks left are answered with errors: their callers must not wait forever.
   for (Job& job : jobs_) {
-    if (job.batch == nullptr) continue;
     job.batch->fail(job.ask);
     if (--job.batch->left == 0) job.batch->done();
   }
@@ -82,7 +84,7 @@ void RemoteReader::Submit(std::vector<AskT> asks, AnswerT (RemoteReader::*answer
   batch->done = [state, done = std::move(done)] { done(std::move(state->answers)); };
   batch->left = state->asks.size();
   std::lock_guard<std::mutex> lock(mu_);
-  for (size_t i = 0; i < batch->left; ++i) jobs_.push_back(Job{batch, i, "", 0});
+  for (size_t i = 0; i < batch->left; ++i) jobs_.push_back(Job{batch, i, {}, 0});
   cv_.notify_all();
 }
 
@@ -107,9 +109,11 @@ void RemoteReader::Run(bool ahead) {
     lock.unlock();
     if (job.batch == nullptr) {
       // Downloaded into the cache and let go: the reader that follows finds it there.
-      Result<RemoteStore::Copy> copy = store_->Fetch(job.prefetch_key, job.prefetch_size);
-      if (!copy.ok()) {
-        SLUICE_LOG(kLog, kDebug, "reading ahead {}: {}", job.prefetch_key, copy.status().message());
+      Result<storage::SegmentFile> file = OpenIndex(job.ahead);
+      if (file.ok()) file = OpenChunk(job.ahead, *std::move(file), job.ahead_at);
+      if (!file.ok()) {
+        SLUICE_LOG(kLog, kDebug, "reading ahead {} at byte {}: {}", job.ahead.log, job.ahead_at,
+                   file.status().message());
       }
       lock.lock();
       continue;
@@ -163,16 +167,20 @@ Result<RemoteReadAnswer> RemoteReader::Answer(const RemoteReadAsk& ask) {
   }
   RemoteReadAnswer out;
   if (seg->base >= ask.limit) return out;
-  // Two segments ahead: one downloads while the reader crosses the next.
-  const RemoteSegment* next = list->After(seg);
-  for (int i = 0; i < 2 && next != nullptr && next->base < ask.local_start; ++i) {
-    ReadAhead(*next);
-    next = list->After(next);
+  const int64_t offset = std::max(ask.offset, seg->base);
+  ASSIGN_OR_RETURN(storage::SegmentFile file, OpenIndex(*seg));
+  ASSIGN_OR_RETURN(uint64_t pos, storage::IndexPosition(file, offset));
+  Result<storage::ReadResult> read = OutOfRangeError("offset {} is not in the segment", offset);
+  while (pos < seg->size) {
+    ASSIGN_OR_RETURN(file, OpenChunk(*seg, std::move(file), pos));
+    read = storage::ReadSegmentFile(file, offset, ask.max_bytes, ask.limit, ask.empty);
+    // Past the chunk's batches (a gap at its end): the next chunk's first batch.
+    if (read.ok() || read.status().code() != StatusCode::kOutOfRange) break;
+    pos = file.stop();
   }
-  ASSIGN_OR_RETURN(storage::SegmentFile file, OpenSegment(*seg));
-  ASSIGN_OR_RETURN(storage::ReadResult r,
-                   storage::ReadSegmentFile(file, std::max(ask.offset, seg->base), ask.max_bytes,
-                                            ask.limit, ask.empty));
+  RETURN_IF_ERROR(read.status());
+  storage::ReadResult& r = *read;
+  ReadAhead(*list, *seg, file, file.stop(), ask.local_start);
   if (r.slice.size == 0) return out;
   if (ask.read_committed) {
     // Kafka's collectAbortedTxns over the remote segments from this one on, until an
@@ -202,16 +210,25 @@ Result<RemoteReadAnswer> RemoteReader::Answer(const RemoteReadAsk& ask) {
   return out;
 }
 
-Result<storage::SegmentFile> RemoteReader::OpenSegment(const RemoteSegment& seg) {
-  ASSIGN_OR_RETURN(RemoteStore::Copy log_copy, store_->Fetch(seg.log, seg.size));
+Result<storage::SegmentFile> RemoteReader::OpenIndex(const RemoteSegment& seg) {
   storage::SegmentFile file;
-  ASSIGN_OR_RETURN(file.log, OpenCopy(log_copy));
   file.size = seg.size;
   file.base_offset = seg.base;
   if (!seg.index.empty()) {
     ASSIGN_OR_RETURN(RemoteStore::Copy index_copy, store_->Fetch(seg.index, 0));
     ASSIGN_OR_RETURN(file.index, OpenCopy(index_copy));
   }
+  return file;
+}
+
+Result<storage::SegmentFile> RemoteReader::OpenChunk(const RemoteSegment& seg,
+                                                     storage::SegmentFile file, uint64_t pos) {
+  ASSIGN_OR_RETURN(auto chunk, storage::SegmentChunkAt(file, pos, chunk_bytes_));
+  ASSIGN_OR_RETURN(RemoteStore::Copy copy,
+                   store_->FetchRange(seg.log, chunk.first, chunk.second - chunk.first));
+  ASSIGN_OR_RETURN(file.log, OpenCopy(copy));
+  file.from = chunk.first;
+  file.end = chunk.second;
   return file;
 }
 
@@ -232,40 +249,71 @@ Result<RemoteTimeAnswer> RemoteReader::AnswerTime(const RemoteTimeAsk& ask) {
     // Deleted by retention since the owner looked: asked again, the owner looks afresh.
     return UnavailableError("remote segment {} is no longer published", ask.base);
   }
-  ASSIGN_OR_RETURN(storage::SegmentFile file, OpenSegment(*seg));
   // Kafka's order: the first batch whose max timestamp reaches the target, then its first
-  // record that does (or the batch's first record past `from` when none decodes).
+  // record that does (or the batch's first record past `from` when none decodes). Chunk by
+  // chunk from the one holding `from`.
   auto pick = [&](int64_t ts) { return ask.exact ? ts == ask.timestamp : ts >= ask.timestamp; };
+  const int64_t from = std::max(ask.from, seg->base);
+  ASSIGN_OR_RETURN(storage::SegmentFile file, OpenIndex(*seg));
+  ASSIGN_OR_RETURN(uint64_t pos, storage::IndexPosition(file, from));
   RemoteTimeAnswer out;
   std::vector<uint8_t> bytes;
   Status read_error;
-  RETURN_IF_ERROR(storage::ForEachSegmentFileBatch(
-      file, std::max(ask.from, seg->base), [&](const storage::BatchHeader& h, uint64_t pos) {
-        if (!pick(h.max_timestamp)) return true;
-        bytes.resize(h.total_size());
-        Result<size_t> n = file.log->ReadAt(pos, bytes);
-        if (!n.ok()) {
-          read_error = n.status();
+  bool found = false;
+  while (!found && pos < seg->size) {
+    ASSIGN_OR_RETURN(file, OpenChunk(*seg, std::move(file), pos));
+    RETURN_IF_ERROR(storage::ForEachSegmentFileBatch(
+        file, from, [&](const storage::BatchHeader& h, uint64_t at) {
+          if (!pick(h.max_timestamp)) return true;
+          found = true;
+          bytes.resize(h.total_size());
+          Result<size_t> n = file.log->ReadAt(at - file.from, bytes);
+          if (!n.ok()) {
+            read_error = n.status();
+            return false;
+          }
+          bytes.resize(*n);
+          auto rec = FindRecordInBatch(bytes, ask.from, pick);
+          out.offset = rec ? rec->first : std::max(h.base_offset, ask.from);
+          out.timestamp = rec ? rec->second : h.max_timestamp;
           return false;
-        }
-        bytes.resize(*n);
-        auto rec = FindRecordInBatch(bytes, ask.from, pick);
-        out.offset = rec ? rec->first : std::max(h.base_offset, ask.from);
-        out.timestamp = rec ? rec->second : h.max_timestamp;
-        return false;
-      }));
-  RETURN_IF_ERROR(read_error);
+        }));
+    RETURN_IF_ERROR(read_error);
+    pos = file.stop();
+  }
   return out;
 }
 
-void RemoteReader::ReadAhead(const RemoteSegment& seg) {
+void RemoteReader::ReadAhead(const RemoteSegmentList& list, const RemoteSegment& seg,
+                             const storage::SegmentFile& file, uint64_t pos, int64_t local_start) {
+  // The chunks that follow: this segment's from its index, then the first of each next
+  // segment (their indexes are fetched by the read-ahead itself).
+  std::vector<std::pair<const RemoteSegment*, uint64_t>> wanted;
+  const RemoteSegment* at = &seg;
+  while (static_cast<int>(wanted.size()) < kReadAheadChunks) {
+    if (pos >= at->size) {
+      at = list.After(at);
+      if (at == nullptr || at->base >= local_start) break;
+      pos = 0;
+    }
+    wanted.emplace_back(at, pos);
+    if (at != &seg) {
+      pos = at->size;
+      continue;
+    }
+    Result<std::pair<uint64_t, uint64_t>> chunk = storage::SegmentChunkAt(file, pos, chunk_bytes_);
+    if (!chunk.ok()) break;
+    pos = chunk->second;
+  }
   std::lock_guard<std::mutex> lock(mu_);
-  if (stopping_ || std::find(read_ahead_.begin(), read_ahead_.end(), seg.log) != read_ahead_.end())
-    return;
-  read_ahead_.push_back(seg.log);
-  if (read_ahead_.size() > kReadAheadMemory) read_ahead_.pop_front();
-  ahead_.push_back(Job{nullptr, 0, seg.log, seg.size});
-  if (!seg.index.empty()) ahead_.push_back(Job{nullptr, 0, seg.index, 0});
+  if (stopping_) return;
+  for (const auto& [s, p] : wanted) {
+    std::string key = fmt::format("{}@{}", s->log, p);
+    if (std::find(read_ahead_.begin(), read_ahead_.end(), key) != read_ahead_.end()) continue;
+    read_ahead_.push_back(std::move(key));
+    if (read_ahead_.size() > kReadAheadMemory) read_ahead_.pop_front();
+    ahead_.push_back(Job{nullptr, 0, *s, p});
+  }
   cv_.notify_all();
 }
 

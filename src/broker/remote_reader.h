@@ -1,10 +1,12 @@
 // Reads of offsets that only tiered storage holds (docs/design/0025-tiered-storage.md,
-// decision 7): a pool of threads that, for each ask, finds the remote segment holding the
-// offset (RemoteSegments), brings a whole copy of its .log and .index through the store's
-// cache (RemoteStore::Fetch: concurrent readers share one download, the cache's budget
-// applies) and answers a slice of that copy, which the connection sends as it sends a
-// local segment's. The next segment is fetched ahead, so a consumer reading an old range
-// waits for S3 once. Never on a shard's loop.
+// decisions 7 and 10): a pool of threads that, for each ask, finds the remote segment
+// holding the offset (RemoteSegments), brings a copy of its .index and of the chunk of its
+// .log holding the offset (about `chunk_bytes`, split at indexed batch starts:
+// storage::SegmentChunkAt) through the store's cache (RemoteStore::FetchRange: concurrent
+// readers share one download, the cache's budget applies) and answers a slice of that
+// copy, which the connection sends as it sends a local segment's. The next chunks (into
+// the next segments) are fetched ahead, so a consumer reading an old range waits for S3
+// once. Never on a shard's loop.
 //
 //   reader.Read({{id, 0, offset, 1 << 20, hw, false}}, [](std::vector<RemoteReadAnswer> a) {
 //     ... // on a reader thread: post to the connection's loop
@@ -77,8 +79,10 @@ class RemoteReader {
   // `store` and `index` outlive the reader.
   // `threads` answer reads; `ahead_threads` of their own download ahead, so a read never
   // waits behind a read-ahead.
+  // `chunk_bytes`: how much of a segment's .log one download brings (0: whole segments).
   RemoteReader(const RemoteStore* store, const RemoteSegments* index, int threads = 4,
-               int ahead_threads = 2);
+               int ahead_threads = 2, uint64_t chunk_bytes = kDefaultChunkBytes);
+  static constexpr uint64_t kDefaultChunkBytes = 16 << 20;
   ~RemoteReader();
   RemoteReader(const RemoteReader&) = delete;
   RemoteReader& operator=(const RemoteReader&) = delete;
@@ -107,18 +111,23 @@ class RemoteReader {
   void Submit(std::vector<AskT> asks, AnswerT (RemoteReader::*answer)(const AskT&),
               std::function<void(std::vector<AnswerT>)> done);
   struct Job {
-    std::shared_ptr<Batch> batch;  // null: a read-ahead
+    std::shared_ptr<Batch> batch;  // null: a read-ahead of `ahead` from byte `ahead_at`
     size_t ask = 0;
-    std::string prefetch_key;  // a read-ahead of this object
-    uint64_t prefetch_size = 0;
+    RemoteSegment ahead;
+    uint64_t ahead_at = 0;
   };
   void Run(bool ahead);
   Result<RemoteReadAnswer> Answer(const RemoteReadAsk& ask);
   Result<RemoteTimeAnswer> AnswerTime(const RemoteTimeAsk& ask);
-  // Whole copies of `seg`'s .log and (when uploaded) .index, held while the files are.
-  Result<storage::SegmentFile> OpenSegment(const RemoteSegment& seg);
-  // Starts a download of `seg`'s .log and .index when none was started for it lately.
-  void ReadAhead(const RemoteSegment& seg);
+  // `seg` with a copy of its .index (when uploaded), no .log yet, held while the file is.
+  Result<storage::SegmentFile> OpenIndex(const RemoteSegment& seg);
+  // `file` (OpenIndex's) with a copy of the chunk of its .log holding byte `pos`.
+  Result<storage::SegmentFile> OpenChunk(const RemoteSegment& seg, storage::SegmentFile file,
+                                         uint64_t pos);
+  // Starts downloads of the chunks after byte `pos` of `seg` (one segment's `file`), into
+  // the next segments below `local_start`, when none was started for them lately.
+  void ReadAhead(const RemoteSegmentList& list, const RemoteSegment& seg,
+                 const storage::SegmentFile& file, uint64_t pos, int64_t local_start);
 
  public:
   const RemoteSegments& segments() const { return *index_; }
@@ -126,11 +135,12 @@ class RemoteReader {
  private:
   const RemoteStore* const store_;
   const RemoteSegments* const index_;
+  const uint64_t chunk_bytes_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Job> jobs_;                // guarded by mu_: reads
   std::deque<Job> ahead_;               // guarded by mu_: read-aheads
-  std::deque<std::string> read_ahead_;  // guarded by mu_: the last objects read ahead
+  std::deque<std::string> read_ahead_;  // guarded by mu_: the last chunks read ahead
   bool stopping_ = false;               // guarded by mu_
   std::vector<std::thread> threads_;
 };

@@ -34,6 +34,10 @@ class RemoteStore {
     std::shared_ptr<const void> hold;
   };
   virtual Result<Copy> Fetch(const std::string& key, uint64_t size) const = 0;
+  // The same for bytes [offset, offset + length) of the object (a chunk of a remote
+  // segment's .log, decision 10), cached apart from the whole object and other chunks.
+  virtual Result<Copy> FetchRange(const std::string& key, uint64_t offset,
+                                  uint64_t length) const = 0;
   // OK when it is not there.
   virtual Status Delete(const std::string& key) const = 0;
   // "s3://bucket/prefix", for messages.

@@ -567,7 +567,8 @@ const std::vector<std::string_view>& ServeConfigKeys() {
                                      "cluster.name",
                                      "cluster.controlled_shutdown_timeout",
                                      "tiered_storage.bucket",
-                                     "tiered_storage.remote_fetch_max_wait_ms"};
+                                     "tiered_storage.remote_fetch_max_wait_ms",
+                                     "tiered_storage.chunk_bytes"};
     keys.insert(keys.end(), std::begin(kReplicaKeys), std::end(kReplicaKeys));
     for (std::string_view k : net::TlsConfigKeys()) keys.emplace_back(k);
     for (const std::string& n : TopicConfig::Names()) keys.push_back("topics.defaults." + n);
@@ -712,6 +713,13 @@ Result<ServeConfig> ServeConfigFrom(const Config& config,
   out.broker.tiered_storage_bucket = bucket;
   ASSIGN_OR_RETURN(out.broker.remote_fetch_max_wait_ms,
                    config.GetInt("tiered_storage.remote_fetch_max_wait_ms", 500, 1, 300'000));
+  ASSIGN_OR_RETURN(int64_t chunk_bytes, config.GetBytes("tiered_storage.chunk_bytes", 16 << 20));
+  if (chunk_bytes < (1 << 20) || chunk_bytes > (int64_t{1} << 30)) {
+    return InvalidArgumentError(
+        "tiered_storage.chunk_bytes (set in {}) must be between 1MiB and 1GiB",
+        config.Origin("tiered_storage.chunk_bytes"));
+  }
+  out.broker.tiered_chunk_bytes = static_cast<uint64_t>(chunk_bytes);
   TopicConfig base;
   base.remote_storage_available = !bucket.empty();
   TopicError err;

@@ -90,20 +90,23 @@ bool ObjectCache::ReserveLocked(uint64_t bytes) {
   return true;
 }
 
-Status ObjectCache::Download(const std::string& location, CachedObject& object) {
+Status ObjectCache::Download(CachedObject& object) {
   std::string tmp = object.path_ + ".part";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return ErrnoError("create", tmp, errno);
+  const uint64_t length = object.length_ > 0 ? object.length_ : UINT64_MAX;
   uint64_t size = 0;
   Status st;
-  while (true) {
-    Result<uint64_t> piece = storage_.ReadRangeToFile(location, size, kRange, fd, size);
+  while (size < length) {
+    const uint64_t want = std::min(kRange, length - size);
+    Result<uint64_t> piece =
+        storage_.ReadRangeToFile(object.location_, object.offset_ + size, want, fd, size);
     if (!piece.ok()) {
       st = piece.status();
       break;
     }
     size += *piece;
-    if (*piece < kRange) break;
+    if (*piece < want) break;
   }
   ::close(fd);
   if (st.ok() && ::rename(tmp.c_str(), object.path_.c_str()) != 0)
@@ -118,14 +121,33 @@ Status ObjectCache::Download(const std::string& location, CachedObject& object) 
 
 Result<std::vector<std::shared_ptr<const CachedObject>>> ObjectCache::Fetch(
     const std::vector<std::string>& locations, const std::vector<uint64_t>& sizes) {
-  std::vector<std::shared_ptr<CachedObject>> held(locations.size());
+  std::vector<Want> wants(locations.size());
+  for (size_t i = 0; i < locations.size(); ++i) {
+    wants[i].key = wants[i].location = locations[i];
+    if (i < sizes.size()) wants[i].size = sizes[i];
+  }
+  return FetchWants(wants);
+}
+
+Result<std::shared_ptr<const CachedObject>> ObjectCache::FetchRange(const std::string& location,
+                                                                    uint64_t offset,
+                                                                    uint64_t length) {
+  if (length == 0) return InvalidArgumentError("a part of {} of no bytes", location);
+  Want w{fmt::format("{}#{}+{}", location, offset, length), location, offset, length, length};
+  ASSIGN_OR_RETURN(std::vector<std::shared_ptr<const CachedObject>> got, FetchWants({w}));
+  return got.front();
+}
+
+Result<std::vector<std::shared_ptr<const CachedObject>>> ObjectCache::FetchWants(
+    const std::vector<Want>& wants) {
+  std::vector<std::shared_ptr<CachedObject>> held(wants.size());
   std::vector<size_t> mine;  // indexes this call downloads
   {
     std::unique_lock<std::mutex> lock(mu_);
     uint64_t wanted = 0;
     std::set<std::string_view> distinct;
-    for (size_t i = 0; i < locations.size() && i < sizes.size(); ++i) {
-      if (distinct.insert(locations[i]).second) wanted += sizes[i];
+    for (const Want& w : wants) {
+      if (distinct.insert(w.key).second) wanted += w.size;
     }
     if (wanted > capacity_) {
       return ResourceExhaustedError(
@@ -137,10 +159,10 @@ Result<std::vector<std::shared_ptr<const CachedObject>>> ObjectCache::Fetch(
     // Hold what is there (so making room below cannot evict it), then reserve the rest.
     uint64_t missing = 0;
     std::set<std::string_view> counted;  // a location named twice is fetched once
-    for (size_t i = 0; i < locations.size(); ++i) {
-      auto it = entries_.find(locations[i]);
+    for (size_t i = 0; i < wants.size(); ++i) {
+      auto it = entries_.find(wants[i].key);
       if (it == entries_.end()) {
-        if (i < sizes.size() && counted.insert(locations[i]).second) missing += sizes[i];
+        if (counted.insert(wants[i].key).second) missing += wants[i].size;
         continue;
       }
       held[i] = it->second.object;
@@ -154,30 +176,33 @@ Result<std::vector<std::shared_ptr<const CachedObject>>> ObjectCache::Fetch(
           "fetches of tiered topics); raise {}.cache_bytes or read less at once",
           Mib(missing), Mib(used_), Mib(capacity_), section_, section_);
     }
-    for (size_t i = 0; i < locations.size(); ++i) {
+    for (size_t i = 0; i < wants.size(); ++i) {
+      const Want& w = wants[i];
       if (held[i] != nullptr) continue;
-      if (auto it = entries_.find(locations[i]); it != entries_.end()) {
+      if (auto it = entries_.find(w.key); it != entries_.end()) {
         held[i] = it->second.object;  // the same location twice in one request
         continue;
       }
       Entry e;
       e.object = std::make_shared<CachedObject>();
-      // The location's hash and its own name (Iceberg's file names hold UUIDs): a path no
-      // other location has, and the same each time this one is fetched.
-      std::string_view name = locations[i];
+      // The key's hash and the location's own name (Iceberg's file names hold UUIDs): a
+      // path no other key has, and the same each time this one is fetched.
+      std::string_view name = w.location;
       name.remove_prefix(name.rfind('/') + 1);
       std::string safe;
       for (char c : name.substr(0, 96)) {
         safe += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' ? c : '_';
       }
-      e.object->path_ =
-          fmt::format("{}/{:016x}-{}", dir_, std::hash<std::string>{}(locations[i]), safe);
-      e.object->location_ = locations[i];
-      e.reserved = i < sizes.size() ? sizes[i] : 0;
-      lru_.push_front(locations[i]);
+      e.object->path_ = fmt::format("{}/{:016x}-{}", dir_, std::hash<std::string>{}(w.key), safe);
+      if (w.length > 0) e.object->path_ += fmt::format("-{}", w.offset);
+      e.object->location_ = w.location;
+      e.object->offset_ = w.offset;
+      e.object->length_ = w.length;
+      e.reserved = w.size;
+      lru_.push_front(w.key);
       e.lru = lru_.begin();
       held[i] = e.object;
-      entries_.emplace(locations[i], std::move(e));
+      entries_.emplace(w.key, std::move(e));
       mine.push_back(i);
     }
   }
@@ -187,14 +212,14 @@ Result<std::vector<std::shared_ptr<const CachedObject>>> ObjectCache::Fetch(
   auto work = [&] {
     for (size_t k = next++; k < mine.size(); k = next++) {
       const size_t i = mine[k];
-      Status st = Download(locations[i], *held[i]);
+      Status st = Download(*held[i]);
       std::lock_guard<std::mutex> lock(mu_);
       CachedObject& o = *held[i];
       o.state_ = st.ok() ? CachedObject::State::kReady : CachedObject::State::kFailed;
-      if (!st.ok()) o.error_ = st.WithContext(fmt::format("fetching {}", locations[i]));
+      if (!st.ok()) o.error_ = st.WithContext(fmt::format("fetching {}", wants[i].location));
       loaded_.notify_all();
       // A loading entry is never evicted, so it is still there.
-      auto it = entries_.find(locations[i]);
+      auto it = entries_.find(wants[i].key);
       if (it == entries_.end() || it->second.object != held[i]) continue;
       Entry& e = it->second;
       if (st.ok()) {
@@ -218,7 +243,7 @@ Result<std::vector<std::shared_ptr<const CachedObject>>> ObjectCache::Fetch(
   // Wait for the copies other readers are fetching.
   std::unique_lock<std::mutex> lock(mu_);
   Status failed;
-  for (size_t i = 0; i < locations.size(); ++i) {
+  for (size_t i = 0; i < wants.size(); ++i) {
     CachedObject* o = held[i].get();
     loaded_.wait(lock, [&] { return o->state_ != CachedObject::State::kLoading; });
     if (o->state_ == CachedObject::State::kFailed && failed.ok()) failed = o->error_;

@@ -39,6 +39,7 @@ class CachedObject {
   enum class State { kLoading, kReady, kFailed };
   std::string path_;
   std::string location_;
+  uint64_t offset_ = 0, length_ = 0;  // a part of the object (FetchRange); length_ 0: whole
   uint64_t size_ = 0;
   State state_ = State::kLoading;  // guarded by the cache's mutex
   Status error_;                   // kFailed: why
@@ -70,6 +71,11 @@ class ObjectCache {
   // other readers hold, exceeds the budget.
   Result<std::vector<std::shared_ptr<const CachedObject>>> Fetch(
       const std::vector<std::string>& locations, const std::vector<uint64_t>& sizes = {});
+  // A local copy of bytes [offset, offset + length) of `location` (fewer past its end),
+  // cached as an object of its own: a part of an object too large to copy whole (a remote
+  // segment's, docs/design/0025, decision 10). length > 0.
+  Result<std::shared_ptr<const CachedObject>> FetchRange(const std::string& location,
+                                                         uint64_t offset, uint64_t length);
 
   ObjectCacheStats stats() const;
   const std::string& dir() const { return dir_; }
@@ -89,9 +95,18 @@ class ObjectCache {
         capacity_(capacity),
         parallel_(parallel) {}
 
+  // What Fetch and FetchRange ask for: an object or a part of one, and the cache's key.
+  struct Want {
+    std::string key;
+    std::string location;
+    uint64_t offset = 0, length = 0;  // length 0: the whole object
+    uint64_t size = 0;                // its bytes when known (the budget), else 0
+  };
+  Result<std::vector<std::shared_ptr<const CachedObject>>> FetchWants(
+      const std::vector<Want>& wants);
   // Makes room for `bytes` by evicting unheld ready entries; false when it cannot.
   bool ReserveLocked(uint64_t bytes);
-  Status Download(const std::string& location, CachedObject& object);
+  Status Download(CachedObject& object);
 
   const Storage& storage_;
   const std::string dir_;

@@ -12,23 +12,48 @@ using namespace log_internal;  // NOLINT(google-build-using-namespace)
 
 namespace {
 
-// The position of the last index entry whose offset is <= `offset` (0 when none), by
-// binary search over the entries read one at a time (a copy's index is in the page cache).
+// The index entry i: (relative offset, position).
+Result<std::pair<int64_t, uint64_t>> IndexEntry(File& index, uint64_t i) {
+  uint8_t e[kOffsetEntrySize];
+  ASSIGN_OR_RETURN(size_t n, index.ReadAt(i * kOffsetEntrySize, e));
+  if (n != kOffsetEntrySize) {
+    return CorruptionError("{}: entry {} is past the end of the file", index.path(), i);
+  }
+  return std::make_pair(int64_t{static_cast<int32_t>(LoadBE32(e))}, uint64_t{LoadBE32(e + 4)});
+}
+
+// The last indexed position at or below `at` (0 when none).
+Result<uint64_t> IndexedAtOrBelow(const SegmentFile& seg, uint64_t at) {
+  if (seg.index == nullptr) return uint64_t{0};
+  ASSIGN_OR_RETURN(uint64_t bytes, seg.index->Size());
+  uint64_t lo = 0, hi = bytes / kOffsetEntrySize, pos = 0;
+  while (lo < hi) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    ASSIGN_OR_RETURN(auto entry, IndexEntry(*seg.index, mid));
+    if (entry.second <= at) {
+      pos = entry.second;
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return pos;
+}
+
+}  // namespace
+
+// By binary search over the entries read one at a time (a copy's index is in the page
+// cache).
 Result<uint64_t> IndexPosition(const SegmentFile& seg, int64_t offset) {
   if (seg.index == nullptr) return uint64_t{0};
   ASSIGN_OR_RETURN(uint64_t bytes, seg.index->Size());
   uint64_t lo = 0, hi = bytes / kOffsetEntrySize;  // entries [0, lo) fit; [hi, end) do not
   uint64_t pos = 0;
-  uint8_t e[kOffsetEntrySize];
   while (lo < hi) {
     const uint64_t mid = lo + (hi - lo) / 2;
-    ASSIGN_OR_RETURN(size_t n, seg.index->ReadAt(mid * kOffsetEntrySize, e));
-    if (n != kOffsetEntrySize) {
-      return CorruptionError("{}: entry {} is past the end of the file", seg.index->path(), mid);
-    }
-    const int64_t rel = static_cast<int32_t>(LoadBE32(e));
-    if (seg.base_offset + rel <= offset) {
-      pos = LoadBE32(e + 4);
+    ASSIGN_OR_RETURN(auto entry, IndexEntry(*seg.index, mid));
+    if (seg.base_offset + entry.first <= offset) {
+      pos = entry.second;
       lo = mid + 1;
     } else {
       hi = mid;
@@ -41,23 +66,56 @@ Result<uint64_t> IndexPosition(const SegmentFile& seg, int64_t offset) {
   return pos;
 }
 
+Result<std::pair<uint64_t, uint64_t>> SegmentChunkAt(const SegmentFile& seg, uint64_t pos,
+                                                     uint64_t chunk_bytes) {
+  if (pos >= seg.size) return OutOfRangeError("byte {} is past the segment ({})", pos, seg.size);
+  if (seg.index == nullptr || chunk_bytes == 0) return std::make_pair(uint64_t{0}, seg.size);
+  // Boundary k: 0, the last indexed position at or below k * chunk_bytes, the size past it.
+  auto boundary = [&](uint64_t k) -> Result<uint64_t> {
+    if (k == 0) return uint64_t{0};
+    if (k * chunk_bytes >= seg.size) return seg.size;
+    return IndexedAtOrBelow(seg, k * chunk_bytes);
+  };
+  uint64_t k = pos / chunk_bytes;
+  ASSIGN_OR_RETURN(uint64_t from, boundary(k));
+  for (++k;; ++k) {
+    ASSIGN_OR_RETURN(uint64_t b, boundary(k));
+    if (b > pos) return std::make_pair(from, b);
+    from = b;
+  }
+}
+
+namespace {
+
 // The batch header at byte `p` of the segment's .log, checked.
 Result<BatchHeader> HeaderAt(const SegmentFile& seg, uint64_t p) {
-  if (seg.size - p < kBatchHeaderSize) {
+  const uint64_t stop = seg.stop();
+  if (p < seg.from || stop - p < kBatchHeaderSize) {
     return CorruptionError("{} at byte {}: {} bytes left, less than a batch header",
-                           seg.log->path(), p, seg.size - p);
+                           seg.log->path(), p, p < seg.from ? 0 : stop - p);
   }
   uint8_t raw[kBatchHeaderSize];
-  ASSIGN_OR_RETURN(size_t n, seg.log->ReadAt(p, raw));
+  ASSIGN_OR_RETURN(size_t n, seg.log->ReadAt(p - seg.from, raw));
   if (n != kBatchHeaderSize) {
-    return CorruptionError("{} at byte {}: the file is shorter than {}", seg.log->path(), p,
-                           seg.size);
+    return CorruptionError("{} at byte {}: the file is shorter than {}", seg.log->path(),
+                           p - seg.from, stop - seg.from);
   }
   BatchHeader h = ParseBatchHeader(raw);
   Status st =
-      CheckStoredHeader(h, static_cast<uint32_t>(std::min<uint64_t>(seg.size - p, kMaxBatchFloor)));
+      CheckStoredHeader(h, static_cast<uint32_t>(std::min<uint64_t>(stop - p, kMaxBatchFloor)));
   if (!st.ok()) return CorruptionError("{} at byte {}: {}", seg.log->path(), p, st.message());
   return h;
+}
+
+// Where a walk to `offset` starts in `seg`'s chunk: InvalidArgument when the offset's
+// batch is before it (the chunk asked for is the wrong one).
+Result<uint64_t> ChunkStart(const SegmentFile& seg, int64_t offset) {
+  ASSIGN_OR_RETURN(uint64_t pos, IndexPosition(seg, offset));
+  if (pos < seg.from) {
+    return InvalidArgumentError("offset {} is before the chunk [{}, {}) of {}", offset, seg.from,
+                                seg.stop(), seg.log->path());
+  }
+  return pos;
 }
 
 }  // namespace
@@ -65,7 +123,8 @@ Result<BatchHeader> HeaderAt(const SegmentFile& seg, uint64_t p) {
 Status ForEachSegmentFileBatch(const SegmentFile& seg, int64_t offset,
                                const std::function<bool(const BatchHeader&, uint64_t)>& fn) {
   ASSIGN_OR_RETURN(uint64_t pos, IndexPosition(seg, offset));
-  while (pos < seg.size) {
+  pos = std::max(pos, seg.from);  // a chunk past the offset's: all of it
+  while (pos < seg.stop()) {
     ASSIGN_OR_RETURN(BatchHeader h, HeaderAt(seg, pos));
     if (h.next_offset() > offset && !fn(h, pos)) break;
     pos += h.total_size();
@@ -75,12 +134,13 @@ Status ForEachSegmentFileBatch(const SegmentFile& seg, int64_t offset,
 
 Result<ReadResult> ReadSegmentFile(const SegmentFile& seg, int64_t offset, uint64_t max_bytes,
                                    int64_t limit, EmptyBatches empty) {
-  ASSIGN_OR_RETURN(uint64_t pos, IndexPosition(seg, offset));
+  ASSIGN_OR_RETURN(uint64_t pos, ChunkStart(seg, offset));
   auto header_at = [&](uint64_t p) { return HeaderAt(seg, p); };
+  const uint64_t stop = seg.stop();
   // To the batch holding `offset` (an index entry is at most index.interval.bytes before).
   BatchHeader first{};
   for (;;) {
-    if (pos >= seg.size) {
+    if (pos >= stop) {
       return OutOfRangeError("offset {} is past the batches of {}", offset, seg.log->path());
     }
     ASSIGN_OR_RETURN(first, header_at(pos));
@@ -94,7 +154,7 @@ Result<ReadResult> ReadSegmentFile(const SegmentFile& seg, int64_t offset, uint6
   }
   if (empty == EmptyBatches::kSkip && first.records_count == 0) {
     // Past the record-less batches to the first with records; with none, the run itself.
-    for (uint64_t p = pos + first.total_size(); p < seg.size;) {
+    for (uint64_t p = pos + first.total_size(); p < stop;) {
       ASSIGN_OR_RETURN(BatchHeader h, header_at(p));
       if (h.base_offset >= limit) break;
       if (h.records_count > 0) {
@@ -110,14 +170,14 @@ Result<ReadResult> ReadSegmentFile(const SegmentFile& seg, int64_t offset, uint6
   r.next_offset = first.next_offset();
   r.holds_records = first.records_count > 0;
   uint64_t end = pos + first.total_size();
-  while (end < seg.size) {
+  while (end < stop) {
     ASSIGN_OR_RETURN(BatchHeader h, header_at(end));
     if (h.base_offset >= limit || end - pos + h.total_size() > max_bytes) break;
     r.holds_records |= h.records_count > 0;
     r.next_offset = h.next_offset();
     end += h.total_size();
   }
-  r.slice = FileSlice{seg.log, pos, end - pos};
+  r.slice = FileSlice{seg.log, pos - seg.from, end - pos};
   return r;
 }
 

@@ -13,7 +13,7 @@ What is built so far, checked with confluent-kafka's admin client:
   key out); topics.defaults with remote.storage.enable on a broker
   without the section, a tiered_storage.bucket that is not s3://, and a bad
   tiered_storage.cache_bytes or cache_dir (or either without a bucket) refuse to start, as
-  does a remote_fetch_max_wait_ms below 1 or not a number.
+  do a remote_fetch_max_wait_ms below 1 or not a number and a chunk_bytes outside 1MiB-1GiB.
 (No S3 is needed: nothing is uploaded here; tiered_storage_s3_test checks the uploads.)
 """
 
@@ -166,6 +166,10 @@ def main():
         refuses_to_start(sluice, TIERED.replace("tiered_storage:\n", "tiered_storage:\n"
                                                 "  cache_bytes: lots\n"),
                          "cache_bytes", "tiered_storage.cache_bytes not a size")
+        for chunk in ("1KiB", "2GiB", "big"):
+            refuses_to_start(sluice, TIERED.replace("tiered_storage:\n", "tiered_storage:\n"
+                                                    f"  chunk_bytes: {chunk}\n"),
+                             "chunk_bytes", f"tiered_storage.chunk_bytes of {chunk}")
         for wait in ("0", "soon"):
             refuses_to_start(sluice, TIERED.replace("tiered_storage:\n", "tiered_storage:\n"
                                                     f"  remote_fetch_max_wait_ms: {wait}\n"),

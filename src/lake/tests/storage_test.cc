@@ -274,6 +274,39 @@ TEST(ObjectCache, CopiesAreLocalFilesSharedByReadersAndEvictedLeastRecentlyUsed)
   EXPECT_EQ(s3.reads("s3://b/f3"), 0);
 }
 
+// Chunks of an object (a remote segment's, docs/design/0025): each cached on its own,
+// apart from the whole object, within the budget.
+TEST(ObjectCache, RangesAreCachedApartFromTheWholeObject) {
+  TempDir dir;
+  MemoryStorage s3;
+  std::string bytes;
+  for (int i = 0; i < 1000; ++i) bytes += static_cast<char>('a' + i % 26);
+  s3.Put("s3://b/seg", bytes);
+  auto cache = ObjectCache::Open(s3, dir.path(), 1000, 8, "tiered_storage");
+  ASSERT_TRUE(cache.ok());
+  auto mid = (*cache)->FetchRange("s3://b/seg", 100, 300);
+  ASSERT_TRUE(mid.ok()) << mid.status().message();
+  EXPECT_EQ(FileText((*mid)->path()), bytes.substr(100, 300));
+  EXPECT_EQ((*mid)->size(), 300u);
+  auto again = (*cache)->FetchRange("s3://b/seg", 100, 300);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ((*again)->path(), (*mid)->path());
+  EXPECT_EQ((*cache)->stats().downloads, 1);
+  auto tail = (*cache)->FetchRange("s3://b/seg", 900, 300);  // fewer past the end
+  ASSERT_TRUE(tail.ok()) << tail.status().message();
+  EXPECT_EQ(FileText((*tail)->path()), bytes.substr(900));
+  auto other = (*cache)->FetchRange("s3://b/seg", 100, 200);  // another range: its own copy
+  ASSERT_TRUE(other.ok());
+  EXPECT_NE((*other)->path(), (*mid)->path());
+  EXPECT_EQ(FileText((*other)->path()), bytes.substr(100, 200));
+  EXPECT_EQ((*cache)->FetchRange("s3://b/seg", 0, 0).status().code(), StatusCode::kInvalidArgument);
+  // The budget counts ranges: held, these leave no room for 600 more.
+  auto refused = (*cache)->FetchRange("s3://b/seg", 0, 600);
+  EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_THAT(refused.status().message(), HasSubstr("tiered_storage.cache_bytes"));
+  EXPECT_EQ((*cache)->FetchRange("s3://nope/x", 0, 10).status().code(), StatusCode::kNotFound);
+}
+
 TEST(ObjectCache, ConcurrentReadersOfOneObjectShareOneDownload) {
   TempDir dir;
   MemoryStorage s3;
