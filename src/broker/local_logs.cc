@@ -140,16 +140,26 @@ void LocalLogs::Reconfigure(const PartitionKey& key, const TopicConfig& config) 
 void LocalLogs::UpdateTiering(const PartitionKey& key, const TopicConfig* config) {
   if (uploader_ == nullptr) return;
   Partition* part = Find(key);
-  // A cluster's replicated partitions are not tiered yet: only the leader may upload,
-  // and only below its high watermark (design 0025, decision 3).
-  if (part == nullptr || config == nullptr || !config->remote_storage_enable ||
-      part->replica != nullptr) {
+  if (part == nullptr || config == nullptr || !config->remote_storage_enable) {
     uploader_->Remove(key);
     return;
   }
+  // A replicated partition is uploaded by its leader only, below its high watermark
+  // (design 0025, decision 3), read on its owner. The uploader is removed before the
+  // partition is taken (Take), so `part` outlives the calls.
+  TierUploader::Bound bound;
+  if (part->replica != nullptr) {
+    bound = [shards = shards_, part] {
+      int64_t hw = -1;
+      shards->RunOnShard(part->shard, [&] {
+        if (part->replica != nullptr && part->replica->leader()) hw = part->replica->high_watermark;
+      });
+      return hw;
+    };
+  }
   uploader_->Add(key, part->topic_id, part->log.get(),
                  {.next = &part->tiered_next, .start = &part->tiered_start},
-                 {.bytes = config->retention_bytes, .ms = config->retention_ms});
+                 {.bytes = config->retention_bytes, .ms = config->retention_ms}, std::move(bound));
 }
 
 void LocalLogs::UpdateCleaner(const PartitionKey& key, const TopicConfig* config) {

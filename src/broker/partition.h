@@ -4,6 +4,7 @@
 // state (docs/design/0018-cluster.md).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -50,6 +51,27 @@ struct Partition {
   static constexpr int64_t kTieredUnknown = -2;
   std::atomic<int64_t> tiered_start{-1};
 };
+
+// A partition's log start as clients see it (design 0025, decision 6): the local log's, or
+// below it where tiered storage serves older offsets (never below DeleteRecords' start).
+// `unknown` while tiered storage's part is not listed yet (S3 away since the start) and
+// offsets below the local start could be there. On the partition's owner.
+struct LogStart {
+  int64_t start = 0;
+  int64_t local = 0;
+  bool unknown = false;
+};
+inline LogStart LogStartOf(const Partition& part) {
+  const int64_t local = part.log->start_offset();
+  LogStart s{local, local, false};
+  const int64_t tiered = part.tiered_start.load(std::memory_order_acquire);
+  if (tiered == Partition::kTieredUnknown) {
+    s.unknown = local > part.log->records_start_offset();
+  } else if (tiered >= 0 && tiered < local) {
+    s.start = std::max(tiered, part.log->records_start_offset());
+  }
+  return s;
+}
 
 // What consumers may read up to (decision 5 of the plan): the durable end under the
 // durable flush policy, the written end otherwise.

@@ -395,6 +395,7 @@ bool ReplicaFetcher::FetchOnce() {
   // the appends' acks awaited once all were queued (one post-and-wait per partition,
   // and a second post for its high watermark, made small fetches dear: 0018, "replperf").
   std::vector<Answered> work;
+  std::vector<std::pair<PartitionKey, Fetched>> tiered;  // behind the leader's local start
   for (const auto& t : resp.responses) {
     for (const auto& p : t.partitions) {
       for (const auto& [key, f] : asked) {
@@ -402,6 +403,8 @@ bool ReplicaFetcher::FetchOnce() {
         if (p.error_code == ErrorCode::kOffsetOutOfRange &&
             p.log_start_offset > f.state.fetch_offset) {
           ResetToLeaderStart(key, f.state.generation, p.log_start_offset);
+        } else if (p.error_code == ErrorCode::kOffsetMovedToTieredStorage) {
+          tiered.emplace_back(key, f);
         } else if (p.error_code != ErrorCode::kNone) {
           // A leader that moved on or not there yet: the controller tells this broker
           // what changed; until then, ask again after the backoff.
@@ -416,7 +419,53 @@ bool ReplicaFetcher::FetchOnce() {
     }
   }
   HandlePartitions(work);
+  // Older than the leader's local log: tiered storage holds it (design 0025, decision 9).
+  // As Kafka's follower, this log starts over at the leader's local start (ListOffsets
+  // -4, EARLIEST_LOCAL); what is below stays in tiered storage.
+  for (const auto& [key, f] : tiered) {
+    Result<int64_t> local = LeaderLocalStart(key, f);
+    if (!local.ok() || *local <= f.state.fetch_offset) {
+      SLUICE_LOG(kLog, kWarn,
+                 "{}-{}: offset {} is in tiered storage, and leader {}'s local start: {}",
+                 key.first, key.second, f.state.fetch_offset, leader_,
+                 local.ok() ? std::to_string(*local) : local.status().ToString());
+      Delay(key, f.state.generation);
+      if (!local.ok()) return false;  // the connection is unusable
+      continue;
+    }
+    ResetToLeaderStart(key, f.state.generation, *local);
+  }
   return true;
+}
+
+Result<int64_t> ReplicaFetcher::LeaderLocalStart(const PartitionKey& key, const Fetched& f) {
+  const auto& o = manager_->options();
+  kafka::ListOffsetsRequest req;
+  req.replica_id = o.node_id;
+  kafka::ListOffsetsRequest::Partition p;
+  p.partition_index = key.second;
+  p.current_leader_epoch = f.state.leader_epoch;
+  p.timestamp = -4;  // EARLIEST_LOCAL (KIP-1005)
+  req.topics.push_back({key.first, {p}, {}});
+  constexpr int16_t kVersion = 9;
+  size_t body_at = 0;
+  ASSIGN_OR_RETURN(
+      std::vector<uint8_t> body,
+      conn_->RoundTrip(
+          kafka::ApiKey::kListOffsets, kVersion, fmt::format("sluice-replica-{}", o.node_id),
+          [&](kafka::Writer& w) { req.Encode(w, kVersion); }, o.socket_timeout_ms,
+          kMaxResponseBytes, &body_at));
+  kafka::ListOffsetsResponse resp;
+  kafka::Reader r(std::span<const uint8_t>(body).subspan(body_at));
+  RETURN_IF_ERROR(resp.Decode(r, kVersion));
+  if (resp.topics.size() != 1 || resp.topics[0].partitions.size() != 1) {
+    return CorruptionError("a ListOffsets answer for {} partitions", resp.topics.size());
+  }
+  const auto& out = resp.topics[0].partitions[0];
+  if (out.error_code != ErrorCode::kNone) {
+    return UnavailableError("ListOffsets -4 answered error {}", static_cast<int>(out.error_code));
+  }
+  return out.offset;
 }
 
 void ReplicaFetcher::HandlePartitions(std::vector<Answered>& work) {

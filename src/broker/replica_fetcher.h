@@ -106,6 +106,9 @@ class ReplicaFetcher {
   // Empties the local log of a follower behind the leader's log start and fetches from
   // there on.
   void ResetToLeaderStart(const PartitionKey& key, uint64_t generation, int64_t leader_start);
+  // The leader's local log start (ListOffsets -4), for a follower whose offset only
+  // tiered storage holds; an error leaves the connection unusable.
+  Result<int64_t> LeaderLocalStart(const PartitionKey& key, const Fetched& f);
   // Not fetched again for replica.fetch.backoff.ms; for kShortBackoffMs when the leader
   // answered that it does not lead this epoch yet within that time of the role's start.
   void Delay(const PartitionKey& key, uint64_t generation,

@@ -232,14 +232,26 @@ void ServeFetch(Partition& part, int32_t replica_id, int64_t replica_epoch,
     out->error_code = ErrorCode::kNotLeaderOrFollower;
     return;
   }
-  const int64_t start = log.start_offset();
+  // The log start is the whole log's, tiered storage's part included (design 0025,
+  // decision 9): a follower moves its own start only to it.
+  const LogStart starts = LogStartOf(part);
+  const int64_t start = starts.local;
   const int64_t leader_end = log.written_end_offset();
   out->high_watermark = rs->high_watermark;
   out->last_stable_offset = rs->high_watermark;
-  out->log_start_offset = start;
+  out->log_start_offset = starts.start;
+  // Below the local start: tiered storage holds it (Kafka's OFFSET_MOVED_TO_TIERED_STORAGE:
+  // the follower starts its log at this log's local start), or nobody does.
+  auto below_start = [&] {
+    out->error_code = starts.unknown ? ErrorCode::kKafkaStorageError
+                      : fp.fetch_offset >= starts.start && starts.start < start
+                          ? ErrorCode::kOffsetMovedToTieredStorage
+                          : ErrorCode::kOffsetOutOfRange;
+  };
   if (fp.last_fetched_epoch >= 0) {
     auto [div_epoch, div_end] = part.epochs.EndOffsetFor(fp.last_fetched_epoch, leader_end);
-    if (div_epoch < 0 || div_end < 0 || fp.fetch_offset < start) {
+    if (fp.fetch_offset < start) return below_start();
+    if (div_epoch < 0 || div_end < 0) {
       out->error_code = ErrorCode::kOffsetOutOfRange;
       return;
     }
@@ -248,7 +260,8 @@ void ServeFetch(Partition& part, int32_t replica_id, int64_t replica_epoch,
       return;
     }
   }
-  if (fp.fetch_offset < start || fp.fetch_offset > leader_end) {
+  if (fp.fetch_offset < start) return below_start();
+  if (fp.fetch_offset > leader_end) {
     out->error_code = ErrorCode::kOffsetOutOfRange;
     return;
   }

@@ -704,12 +704,6 @@ Result<ServeConfig> ServeConfigFrom(const Config& config,
           bucket);
     }
   }
-  if (!bucket.empty() && config.Has("etcd")) {
-    return InvalidArgumentError(
-        "tiered_storage (set in {}) is not supported in a cluster yet (etcd is set): only a "
-        "single broker tiers its topics so far (docs/design/0025)",
-        config.Origin("tiered_storage.bucket"));
-  }
   out.broker.tiered_storage_bucket = bucket;
   ASSIGN_OR_RETURN(out.broker.remote_fetch_max_wait_ms,
                    config.GetInt("tiered_storage.remote_fetch_max_wait_ms", 500, 1, 300'000));

@@ -95,12 +95,13 @@ TierUploader::TierUploader(TierUploaderOptions options) : options_(std::move(opt
 TierUploader::~TierUploader() { Stop(); }
 
 void TierUploader::Add(const Key& key, const kafka::Uuid& topic_id, storage::PartitionLog* log,
-                       Published published, Retention retention) {
+                       Published published, Retention retention, Bound bound) {
   std::unique_lock<std::mutex> lock(mu_);
   auto [it, added] = entries_.try_emplace(key);
   if (!added && it->second.log == log && it->second.topic_id == topic_id &&
       it->second.published == published) {
     it->second.retention = retention;
+    if (!it->second.busy) it->second.bound = std::move(bound);
     return;
   }
   it->second.removed = true;  // the uploader stops after its current segment
@@ -112,6 +113,7 @@ void TierUploader::Add(const Key& key, const kafka::Uuid& topic_id, storage::Par
   it->second.log = log;
   it->second.published = published;
   it->second.retention = retention;
+  it->second.bound = std::move(bound);
   // Not known until the manifests are listed: readers below the local start wait.
   if (published.start != nullptr) published.start->store(kStartUnknown);
   cv_.notify_all();
@@ -231,15 +233,24 @@ std::optional<TierUploader::Stats> TierUploader::StatsOf(const Key& key) const {
   return it->second.stats;
 }
 
-Status TierUploader::Load(const Key& key, Entry& e) {
+Status TierUploader::Load(const Key& key, Entry& e, bool leading) {
   const std::string prefix = PartitionPrefix(key.first, e.topic_id, key.second);
   ASSIGN_OR_RETURN(std::vector<std::string> keys, options_.store->List(prefix));
   Stats s;
   std::vector<Remote> remote;
+  std::map<std::string, const Remote*> known;  // read before: manifests never change
+  for (const Remote& r : e.remote) known[r.manifest] = &r;
   for (const std::string& k : keys) {
     std::string_view name = std::string_view(k).substr(std::min(k.size(), prefix.size()));
     std::optional<std::pair<int64_t, int64_t>> range = ParseManifestName(name);
     if (!range) continue;
+    if (auto was = known.find(k); was != known.end()) {
+      s.uploaded_next = std::max(s.uploaded_next, range->second);
+      s.remote_bytes += was->second->size;
+      ++s.segments;
+      remote.push_back(*was->second);
+      continue;
+    }
     Result<std::string> text = options_.store->Get(k);
     if (!text.ok() && text.status().code() == StatusCode::kNotFound) continue;  // deleted
     if (!text.ok()) return text.status();
@@ -267,12 +278,17 @@ Status TierUploader::Load(const Key& key, Entry& e) {
     ++s.segments;
     remote.push_back(std::move(r));
   }
-  std::sort(remote.begin(), remote.end(),
-            [](const Remote& a, const Remote& b) { return a.base < b.base; });
+  // By their ends: a new leader's segment may begin below the last one's end (overlaps
+  // hold the same records).
+  std::sort(remote.begin(), remote.end(), [](const Remote& a, const Remote& b) {
+    return a.next != b.next ? a.next < b.next : a.base > b.base;
+  });
   // Objects of an upload a crash interrupted: a segment at or past the last manifest's next
-  // offset that has no manifest. This broker is the partition's only writer, so nothing
-  // refers to them: deleted (the upload starts again under a new token).
+  // offset that has no manifest. A single broker is the partition's only writer, so nothing
+  // refers to them: deleted (the upload starts again under a new token). In a cluster a
+  // deposed leader may still be writing them: left.
   for (const std::string& k : keys) {
+    if (!leading || e.bound) break;
     std::string_view name = std::string_view(k).substr(std::min(k.size(), prefix.size()));
     if (name.size() < 21 || name[20] != '-' || ParseManifestName(name)) continue;
     int64_t base = 0;
@@ -285,7 +301,7 @@ Status TierUploader::Load(const Key& key, Entry& e) {
   }
   // The producers' state where the uploads go on: the last segment's snapshot.
   e.producers_at = -1;
-  if (!remote.empty()) {
+  if (leading && !remote.empty()) {
     const Remote& last = remote.back();
     for (const std::string& f : last.files) {
       if (!f.ends_with(".producers")) continue;
@@ -477,7 +493,8 @@ Status TierUploader::ApplyRetention(const Key& key, Entry& e) {
 
 void TierUploader::PublishLocked(const Key& key, Entry& e, bool changed) const {
   int64_t start = -1;
-  if (!e.remote.empty()) start = std::max(e.remote.front().base, e.log->records_start_offset());
+  for (const Remote& r : e.remote) start = start < 0 ? r.base : std::min(start, r.base);
+  if (start >= 0) start = std::max(start, e.log->records_start_offset());
   // The list before the atomics: a reader that sees a new upload's end (and the local
   // deletion it allows) finds the segment in the list.
   if ((changed || start != e.published_start) && options_.index != nullptr) {
@@ -492,7 +509,29 @@ void TierUploader::PublishLocked(const Key& key, Entry& e, bool changed) const {
 }
 
 Status TierUploader::Pass(const Key& key, Entry& e) {
-  if (!e.loaded) RETURN_IF_ERROR(Load(key, e));
+  const int64_t bound = e.bound ? e.bound() : INT64_MAX;
+  if (bound < 0) {
+    // Not the leader: what it uploaded, now and then (local retention waits for it).
+    e.leading = false;
+    const auto now = std::chrono::steady_clock::now();
+    if (e.loaded && now < e.next_listing) return Status::OK();
+    e.next_listing = now + std::chrono::milliseconds(options_.follower_listing_ms);
+    RETURN_IF_ERROR(Load(key, e, false));
+    Stats published;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      published = e.stats;
+    }
+    Publish(key, published);
+    return Status::OK();
+  }
+  if (!e.leading && e.bound) {
+    // A new leader goes on after what the last one uploaded.
+    std::lock_guard<std::mutex> lock(mu_);
+    e.loaded = false;
+  }
+  e.leading = true;
+  if (!e.loaded) RETURN_IF_ERROR(Load(key, e, true));
   const std::string prefix = PartitionPrefix(key.first, e.topic_id, key.second);
   std::vector<storage::SegmentSummary> closed = e.log->ClosedSegments();
   Status result;
@@ -504,7 +543,7 @@ Status TierUploader::Pass(const Key& key, Entry& e) {
       now = e.stats;
     }
     if (s.next_offset <= now.uploaded_next || s.next_offset == s.base_offset) continue;
-    if (s.base_offset < now.uploaded_next) continue;  // overlaps what is remote: skipped
+    if (s.next_offset > bound) break;  // not committed yet (a replicated partition's)
     Result<Remote> up =
         UploadSegment(key, e, prefix, s.base_offset, s.next_offset, s.size, s.max_timestamp);
     if (!up.ok()) {

@@ -16,8 +16,12 @@
 // oldest first and manifest first, once they are also gone locally (local.retention.*, whose
 // deletions wait for the upload: LocalLogs::RunRetention), as do DeleteRecords past them.
 // Each change is published to the RemoteSegments index that remote reads use.
-// Failures back off (1 s doubling to 30 s) and are counted. Only a single broker's partitions are
-// registered so far (a cluster's replicated partitions need the leader's high watermark: not yet).
+// Failures back off (1 s doubling to 30 s) and are counted. A cluster's replicated partition is
+// registered on each of its replicas with a Bound: the leader uploads below its high
+// watermark and applies the remote retention, a new leader lists the manifests and goes on
+// after the highest (a segment of its own that straddles it is uploaded whole: remote
+// segments may overlap, and hold the same records where they do), and a follower only lists
+// the manifests now and then so that its local retention waits for the uploads.
 //
 //   TierUploader up({.store = &store});
 //   up.Add({"events", 0}, topic_id, log);   // on the controller thread
@@ -28,6 +32,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -46,9 +51,10 @@
 namespace sluice::broker {
 
 struct TierUploaderOptions {
-  const RemoteStore* store = nullptr;  // required; outlives the uploader
-  int64_t interval_ms = 1000;          // how often every partition is looked at
-  RemoteSegments* index = nullptr;     // where the remote segments are published; optional
+  const RemoteStore* store = nullptr;    // required; outlives the uploader
+  int64_t interval_ms = 1000;            // how often every partition is looked at
+  RemoteSegments* index = nullptr;       // where the remote segments are published; optional
+  int64_t follower_listing_ms = 10'000;  // how often a follower lists the manifests
 };
 
 class TierUploader {
@@ -75,10 +81,14 @@ class TierUploader {
     int64_t bytes = -1;
     int64_t ms = -1;
   };
-  // Registers a partition's log (kept open by the caller until Remove). Again with the same
-  // log: only the retention changes.
+  // A replicated partition's: the offset below which this broker uploads (its high
+  // watermark while it leads), -1 while it does not lead. Called on the uploader's thread.
+  using Bound = std::function<int64_t()>;
+  // Registers a partition's log (kept open by the caller until Remove); `bound` null: a
+  // single broker's, every closed segment is uploaded. Again with the same log: only the
+  // retention and the bound change.
   void Add(const Key& key, const kafka::Uuid& topic_id, storage::PartitionLog* log,
-           Published published, Retention retention);
+           Published published, Retention retention, Bound bound = nullptr);
   // Unregisters it, waiting for an upload of it in progress to end.
   void Remove(const Key& key);
   void Start();
@@ -111,8 +121,11 @@ class TierUploader {
     storage::PartitionLog* log = nullptr;
     Published published;
     Retention retention;
-    bool loaded = false;           // the manifests were listed
-    int64_t published_start = -2;  // the start last published to the index
+    Bound bound;
+    bool leading = false;                                  // the last pass uploaded (this thread's)
+    std::chrono::steady_clock::time_point next_listing{};  // a follower's
+    bool loaded = false;                                   // the manifests were listed
+    int64_t published_start = -2;                          // the start last published to the index
     Stats stats;
     std::vector<Remote> remote;  // by base offset (this thread's while busy)
     bool busy = false;           // an upload of it runs (unlocked)
@@ -130,7 +143,9 @@ class TierUploader {
   void Run();
   // Uploads what is due for one partition (unlocked; `e` is this thread's while busy).
   Status Pass(const Key& key, Entry& e);
-  Status Load(const Key& key, Entry& e);
+  // Lists the manifests (reading only those not known yet); `leading`: also the producer
+  // state to go on from, and (a single broker's) what an interrupted upload left.
+  Status Load(const Key& key, Entry& e, bool leading);
   Result<Remote> UploadSegment(const Key& key, Entry& e, const std::string& prefix, int64_t base,
                                int64_t next, uint64_t size, int64_t max_timestamp);
   // The producers' state at `next`: `e.producers` with the segment's batches replayed.

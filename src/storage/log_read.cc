@@ -583,7 +583,9 @@ Status PartitionLog::TruncateFullyAndStartAt(int64_t offset) {
   last_written_ = segments_.back();
   written_file_.reset();  // everything is durable; the file may be gone
   next_offset_ = written_end_ = durable_end_ = offset;
-  log_start_ = offset;  // the segment's base says the same after a restart
+  // No start recorded, as after a restart (the fresh segment's base is the start): a
+  // tiered log's older offsets are remote, not deleted (design 0025, decision 9).
+  log_start_ = 0;
   flush_target_ = offset;
   unsynced_bytes_ = 0;
   return Status::OK();

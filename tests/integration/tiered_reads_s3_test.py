@@ -27,19 +27,18 @@ the local start is served from S3. Checked:
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
 import time
 
-import botocore.session
 import kafka
-from botocore.config import Config
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
+import tiered_util
 from sluice_broker import FAST_GROUPS, Broker, TestFailure, check, kcat, wait_until
+from tiered_util import env
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "tools"))
@@ -51,52 +50,12 @@ SEGMENT_BYTES = 64 * 1024
 RGW = None
 
 
-def env(name):
-    value = os.environ.get(name)
-    if not value:
-        raise TestFailure(f"${name} is not set: run under tests/integration/s3/with-rgw.sh")
-    return value
-
-
 def manifests(partition):
-    client = botocore.session.get_session().create_client(
-        "s3", endpoint_url=RGW, region_name=os.environ.get("AWS_REGION"),
-        aws_access_key_id=env("AWS_ACCESS_KEY_ID"),
-        aws_secret_access_key=env("AWS_SECRET_ACCESS_KEY"),
-        config=Config(s3={"addressing_style": "path"}))
-    out, token = [], None
-    while True:
-        kw = {"Bucket": env("SLUICE_S3_BUCKET"), "Prefix": f"reads/{TOPIC}-"}
-        if token:
-            kw["ContinuationToken"] = token
-        page = client.list_objects_v2(**kw)
-        for o in page.get("Contents", []):
-            m = re.match(rf".*/{partition}/(\d{{20}})-(\d{{20}})\.manifest\.json$", o["Key"])
-            if m:
-                out.append((int(m.group(1)), int(m.group(2))))
-        if not page.get("IsTruncated"):
-            return sorted(out)
-        token = page["NextContinuationToken"]
+    return [(b, n) for b, n, _ in tiered_util.manifests(RGW, f"reads/{TOPIC}-", partition)]
 
 
 def produce(bootstrap, first, count, want):
-    """Records first..first+count-1 (acks=all); `want` gets (partition, offset) -> (key, value)."""
-    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
-                  "batch.size": 16384})
-    errors = []
-
-    def report(err, msg):
-        if err is not None:
-            errors.append(err)
-        else:
-            want[(msg.partition(), msg.offset())] = (msg.key(), msg.value())
-
-    for i in range(first, first + count):
-        p.produce(TOPIC, key=f"k{i}".encode(), value=(f"{i:08d}-" + "v" * 150).encode(),
-                  partition=i % PARTITIONS, on_delivery=report)
-        if i % 500 == 0:
-            p.poll(0)
-    check(p.flush(60) == 0 and not errors, f"not every record was delivered: {errors[:3]}")
+    tiered_util.produce(bootstrap, TOPIC, PARTITIONS, first, count, want)
 
 
 def produce_aborted(bootstrap, count):

@@ -31,12 +31,12 @@ import sys
 import time
 import urllib.request
 
-import botocore.session
-from botocore.config import Config
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
+import tiered_util
 from sluice_broker import FAST_GROUPS, Broker, TestFailure, check, wait_until
+from tiered_util import env
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "tools"))
@@ -47,35 +47,15 @@ PARTITIONS = 2
 SEGMENT_BYTES = 64 * 1024
 
 
-def env(name):
-    value = os.environ.get(name)
-    if not value:
-        raise TestFailure(f"${name} is not set: run under tests/integration/s3/with-rgw.sh")
-    return value
-
-
 RGW = None  # the store itself (the broker goes through the fault proxy)
 
 
 def s3():
-    return botocore.session.get_session().create_client(
-        "s3", endpoint_url=RGW, region_name=os.environ.get("AWS_REGION"),
-        aws_access_key_id=env("AWS_ACCESS_KEY_ID"),
-        aws_secret_access_key=env("AWS_SECRET_ACCESS_KEY"),
-        config=Config(s3={"addressing_style": "path"}))
+    return tiered_util.s3(RGW)
 
 
 def keys(prefix):
-    client, out, token = s3(), [], None
-    while True:
-        kw = {"Bucket": env("SLUICE_S3_BUCKET"), "Prefix": prefix}
-        if token:
-            kw["ContinuationToken"] = token
-        page = client.list_objects_v2(**kw)
-        out += [o["Key"] for o in page.get("Contents", [])]
-        if not page.get("IsTruncated"):
-            return out
-        token = page["NextContinuationToken"]
+    return tiered_util.keys(RGW, prefix)
 
 
 def get(key):
@@ -99,12 +79,7 @@ def local_segments(broker, partition):
 
 
 def manifests(prefix):
-    out = []
-    for k in keys(prefix):
-        m = re.match(r".*/(\d{20})-(\d{20})\.manifest\.json$", k)
-        if m:
-            out.append((int(m.group(1)), int(m.group(2)), k))
-    return sorted(out)
+    return sorted(tiered_util.manifests(RGW, prefix))
 
 
 def partition_prefix(partition):

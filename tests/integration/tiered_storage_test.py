@@ -154,9 +154,6 @@ def main():
         with_section(sluice)
         refuses_to_start(sluice, FAST_GROUPS + "tiered_storage:\n  bucket: /var/tiers\n",
                          "not an S3 location", "tiered_storage.bucket: /var/tiers")
-        refuses_to_start(sluice, TIERED + "etcd: http://127.0.0.1:9\nnode_id: 1\n"
-                         "kafka:\n  advertised_addr: 127.0.0.1:9092\n",
-                         "not supported in a cluster yet", "tiered_storage in a cluster")
         refuses_to_start(sluice, FAST_GROUPS + "topics:\n  defaults:\n"
                          "    remote.storage.enable: true\n",
                          "no tiered storage", "topics.defaults remote.storage.enable without it")

@@ -114,18 +114,6 @@ void AssembleFetch(FetchState& st, uint64_t max_bytes, const FetchDone& done);
 
 }  // namespace
 
-LogStart LogStartOf(const Partition& part) {
-  const int64_t local = part.log->start_offset();
-  LogStart s{local, local, false};
-  const int64_t tiered = part.tiered_start.load(std::memory_order_acquire);
-  if (tiered == Partition::kTieredUnknown) {
-    s.unknown = local > part.log->records_start_offset();
-  } else if (tiered >= 0 && tiered < local) {
-    s.start = std::max(tiered, part.log->records_start_offset());
-  }
-  return s;
-}
-
 // Reads every partition of `req` on its owner (registering `wait` there first when set),
 // then calls done(response, files, record bytes) on `home`'s loop. On `home`'s thread;
 // `access` is the asking principal's.

@@ -118,15 +118,4 @@ bool SaslAdmits(Context& ctx, const std::shared_ptr<Connection>& conn, kafka::Ap
 using Handler = void (*)(Context& ctx, const Call& call, const kafka::AnyRequest& body);
 Handler HandlerFor(int16_t api_key);
 
-// A partition's log start as clients see it (design 0025, decision 6): the local log's, or
-// below it where tiered storage serves older offsets (never below DeleteRecords' start).
-// `unknown` while tiered storage's part is not listed yet (S3 away since the start) and
-// offsets below the local start could be there. On the partition's owner.
-struct LogStart {
-  int64_t start = 0;
-  int64_t local = 0;
-  bool unknown = false;
-};
-LogStart LogStartOf(const Partition& part);
-
 }  // namespace sluice::broker::handlers

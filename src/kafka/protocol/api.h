@@ -143,6 +143,7 @@ enum class ErrorCode : int16_t {
   kInconsistentTopicId = 103,
   kTransactionalIdNotFound = 105,
   kFetchSessionTopicIdError = 106,
+  kOffsetMovedToTieredStorage = 109,
   kTransactionAbortable = 120,
 };
 
