@@ -448,6 +448,7 @@ void Broker::OnServerStart(const std::vector<EventLoop*>& loops) {
     ro.follower_direct_writes = options_.cluster.replica_follower_direct_writes;
     ro.isr_store = isr_store_.get();
     ro.inter_broker_security = options_.cluster.inter_broker_security;
+    ro.remote_store = options_.remote_store.get();
     replicas_ = std::make_unique<ReplicaManager>(std::move(ro), *context_);
     replicas_->Start();
     roles_->SetManager(replicas_.get());

@@ -5,6 +5,7 @@
 
 #include <future>
 #include <limits>
+#include <optional>
 
 #include "base/logging.h"
 #include "broker/replica_manager.h"
@@ -150,6 +151,34 @@ Status TruncateOnOwner(Partition& part, const kafka::FetchResponse::EpochEndOffs
   RETURN_IF_ERROR(part.producers.Rebuild(log));
   part.replica->high_watermark = std::min(part.replica->high_watermark, log.end_offset());
   return Status::OK();
+}
+
+// A follower starting over at its leader's local start (design 0025, decision 9) takes
+// the epochs and producers tiered storage recorded there, as Kafka's follower builds its
+// auxiliary state from the remote segment before: what a later leadership answers for
+// old epochs and old producers' retries. Malformed ones are skipped (logged).
+void RestoreOnOwner(Partition& part, int64_t at, const TierUploader::StateAt& state) {
+  const std::string& dir = part.log->dir();
+  Status epochs_st;
+  if (!state.epochs.empty()) {
+    Result<std::vector<LeaderEpochCache::Entry>> entries = LeaderEpochCache::Parse(state.epochs);
+    epochs_st = entries.status();
+    for (size_t i = 0; entries.ok() && i < entries->size() && epochs_st.ok(); ++i) {
+      if ((*entries)[i].start_offset <= at)
+        epochs_st = part.epochs.Assign((*entries)[i].epoch, (*entries)[i].start_offset);
+    }
+  }
+  Result<ProducerStateTable::SnapshotInfo> producers =
+      state.producers.empty()
+          ? Result<ProducerStateTable::SnapshotInfo>(NotFoundError("no producer snapshot"))
+          : part.producers.LoadSnapshot(state.producers);
+  if (producers.ok() && producers->offset != at) {
+    producers = InvalidArgumentError("the snapshot is at {}", producers->offset);
+    (void)part.producers.Rebuild(*part.log);
+  }
+  SLUICE_LOG(kLog, kInfo, "{}: tiered storage's state at {}: leader epochs {}, producers {}", dir,
+             at, epochs_st.ok() ? "taken" : epochs_st.message(),
+             producers.ok() ? "taken" : producers.status().message());
 }
 
 // A follower applies its leader's log start (DeleteRecords or retention there; Kafka's
@@ -433,7 +462,21 @@ bool ReplicaFetcher::FetchOnce() {
       if (!local.ok()) return false;  // the connection is unusable
       continue;
     }
-    ResetToLeaderStart(key, f.state.generation, *local);
+    // The producers and epochs at that offset, from the remote segment ending there.
+    std::optional<TierUploader::StateAt> state;
+    if (const RemoteStore* store = manager_->options().remote_store; store != nullptr) {
+      Result<TierUploader::StateAt> got =
+          TierUploader::RemoteStateAt(*store, key.first, f.state.topic_id, key.second, *local);
+      if (got.ok()) {
+        state = *std::move(got);
+      } else {
+        SLUICE_LOG(kLog, kWarn,
+                   "{}-{}: starting over at {} without tiered storage's producers "
+                   "and epochs there: {}",
+                   key.first, key.second, *local, got.status().ToString());
+      }
+    }
+    ResetToLeaderStart(key, f.state.generation, *local, state ? &*state : nullptr);
   }
   return true;
 }
@@ -499,7 +542,7 @@ void ReplicaFetcher::HandlePartitions(std::vector<Answered>& work) {
 }
 
 void ReplicaFetcher::ResetToLeaderStart(const PartitionKey& key, uint64_t generation,
-                                        int64_t leader_start) {
+                                        int64_t leader_start, const TierUploader::StateAt* state) {
   // Behind the leader's log start (retention or DeleteRecords there): Kafka's
   // truncateFullyAndStartAt. Everything here goes, and the log restarts empty at the
   // leader's start, which becomes its own start.
@@ -518,6 +561,7 @@ void ReplicaFetcher::ResetToLeaderStart(const PartitionKey& key, uint64_t genera
     // No epoch, producer or transaction of the old log holds any more (Kafka clears them).
     if (st.ok()) st = part->epochs.TruncateFromEnd(0);
     if (st.ok()) st = part->producers.Rebuild(log);
+    if (st.ok() && state != nullptr) RestoreOnOwner(*part, leader_start, *state);
     // Nothing below the leader's start exists: its high watermark is at least there.
     part->replica->high_watermark = leader_start;
   });

@@ -22,6 +22,7 @@
 #include "base/status.h"
 #include "broker/inter_broker_connection.h"
 #include "broker/partition.h"
+#include "broker/tier_uploader.h"
 #include "kafka/protocol/requests.h"
 #include "storage/batch_header.h"
 
@@ -104,8 +105,9 @@ class ReplicaFetcher {
   // for their appends' acks and moves each fetch position.
   void HandlePartitions(std::vector<Answered>& work);
   // Empties the local log of a follower behind the leader's log start and fetches from
-  // there on.
-  void ResetToLeaderStart(const PartitionKey& key, uint64_t generation, int64_t leader_start);
+  // there on; with `state`, tiered storage's producers and epochs at that offset are taken.
+  void ResetToLeaderStart(const PartitionKey& key, uint64_t generation, int64_t leader_start,
+                          const TierUploader::StateAt* state = nullptr);
   // The leader's local log start (ListOffsets -4), for a follower whose offset only
   // tiered storage holds; an error leaves the connection unusable.
   Result<int64_t> LeaderLocalStart(const PartitionKey& key, const Fetched& f);

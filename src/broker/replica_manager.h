@@ -22,6 +22,7 @@
 #include "base/clock.h"
 #include "base/status.h"
 #include "broker/partition.h"
+#include "broker/remote_store.h"
 #include "broker/replica_checkpoint.h"
 #include "broker/replica_isr_store.h"
 
@@ -65,6 +66,9 @@ struct ReplicaManagerOptions {
   Clock* clock = Clock::Real();
   // How followers reach their leaders' inter-broker listener (null: plaintext).
   std::shared_ptr<const InterBrokerSecurity> inter_broker_security;
+  // Tiered storage's store (design 0025, decision 9): a follower starting over at its
+  // leader's local start takes the producers and epochs there from it. Null: none.
+  const RemoteStore* remote_store = nullptr;
 };
 
 // Lifecycle: made once the broker is open (it reaches the partitions through the

@@ -90,6 +90,42 @@ std::string TierUploader::PartitionPrefix(const std::string& topic, const kafka:
   return fmt::format("{}-{}/{}/", topic, id.ToString(), partition);
 }
 
+Result<TierUploader::StateAt> TierUploader::RemoteStateAt(const RemoteStore& store,
+                                                          const std::string& topic,
+                                                          const kafka::Uuid& id, int32_t partition,
+                                                          int64_t next) {
+  const std::string prefix = PartitionPrefix(topic, id, partition);
+  ASSIGN_OR_RETURN(std::vector<std::string> keys, store.List(prefix));
+  std::string manifest;
+  int64_t base = -1;
+  for (const std::string& k : keys) {
+    auto range = ParseManifestName(std::string_view(k).substr(std::min(k.size(), prefix.size())));
+    if (range && range->second == next && range->first > base) {
+      base = range->first;
+      manifest = k;
+    }
+  }
+  if (manifest.empty()) {
+    return NotFoundError("no remote segment of {} ends at offset {}", prefix, next);
+  }
+  ASSIGN_OR_RETURN(std::string text, store.Get(manifest));
+  Json m = Json::parse(text, nullptr, false);
+  if (!m.is_object() || !m.contains("files") || !m["files"].is_array()) {
+    return CorruptionError("{}/{}: not a segment manifest", store.Describe(), manifest);
+  }
+  StateAt out;
+  for (const Json& f : m["files"]) {
+    if (!f.is_string()) continue;
+    const std::string name = f.get<std::string>();
+    std::string* into = name.ends_with(".producers") ? &out.producers
+                        : name.ends_with(".epochs")  ? &out.epochs
+                                                     : nullptr;
+    if (into == nullptr) continue;
+    ASSIGN_OR_RETURN(*into, store.Get(prefix + name));
+  }
+  return out;
+}
+
 TierUploader::TierUploader(TierUploaderOptions options) : options_(std::move(options)) {}
 
 TierUploader::~TierUploader() { Stop(); }

@@ -106,6 +106,15 @@ class TierUploader {
   };
   std::optional<Stats> StatsOf(const Key& key) const;
 
+  // What a broker without the older local log starts a partition from (decision 9): the
+  // producers' snapshot and the leader-epoch checkpoint of the remote segment that ends at
+  // `next` (NotFound when no manifest ends there; a file the manifest lacks is empty).
+  struct StateAt {
+    std::string producers, epochs;
+  };
+  static Result<StateAt> RemoteStateAt(const RemoteStore& store, const std::string& topic,
+                                       const kafka::Uuid& id, int32_t partition, int64_t next);
+
   // The key prefix of a partition's objects: "<topic>-<topic id>/<partition>/".
   static std::string PartitionPrefix(const std::string& topic, const kafka::Uuid& id,
                                      int32_t partition);

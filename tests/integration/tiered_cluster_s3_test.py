@@ -10,8 +10,8 @@ radosgw, a topic of two partitions replicated three times with remote.storage.en
   manifests stay contiguous past the old end, overlapping at most), and confluent-kafka
   reads every record from offset 0 exactly as produced;
 - the killed broker back: behind the new leader's local start, it is answered
-  OFFSET_MOVED_TO_TIERED_STORAGE, starts its log at the leader's local start and rejoins
-  the ISR.
+  OFFSET_MOVED_TO_TIERED_STORAGE, starts its log at the leader's local start with the
+  leader epochs and producers S3 recorded there, and rejoins the ISR.
 
 Usage: s3/with-rgw.sh BUCKET /usr/bin/python3 tiered_cluster_s3_test.py path/to/sluice
 """
@@ -164,10 +164,17 @@ def test(brokers):
     with open(killed.err_path) as f:
         out += f.read()
     restarted = re.findall(r"restarting it there", out)
+    restored = re.findall(r"tiered storage's state at \d+: leader epochs (\S+), producers (\S+)",
+                          out)
+    check(restarted, f"broker {old} never started a log over at its leader's local start")
+    check(restored == [("taken", "taken")] * len(restarted),
+          f"broker {old} started {len(restarted)} logs over, taking tiered storage's state: "
+          f"{restored}")
     segs = local_segments(killed, 0)
     check(len(segs) <= 4, f"broker {old} keeps {len(segs)} segments of partition 0")
     print(f"ok   broker {old} back in the ISRs ({len(restarted)} logs started over at the "
-          f"leader's local start; partition 0's local segments {segs[:1]}...)")
+          f"leader's local start with the epochs and producers there from S3; partition 0's "
+          f"local segments {segs[:1]}...)")
 
 
 def main():
