@@ -210,13 +210,17 @@ Result<RemoteReadAnswer> RemoteReader::Answer(const RemoteReadAsk& ask) {
   return out;
 }
 
-Result<storage::SegmentFile> RemoteReader::OpenIndex(const RemoteSegment& seg) {
+Result<storage::SegmentFile> RemoteReader::OpenIndex(const RemoteSegment& seg, bool time_index) {
   storage::SegmentFile file;
   file.size = seg.size;
   file.base_offset = seg.base;
   if (!seg.index.empty()) {
     ASSIGN_OR_RETURN(RemoteStore::Copy index_copy, store_->Fetch(seg.index, 0));
     ASSIGN_OR_RETURN(file.index, OpenCopy(index_copy));
+  }
+  if (time_index && !seg.time_index.empty()) {
+    ASSIGN_OR_RETURN(RemoteStore::Copy copy, store_->Fetch(seg.time_index, 0));
+    ASSIGN_OR_RETURN(file.time_index, OpenCopy(copy));
   }
   return file;
 }
@@ -251,11 +255,13 @@ Result<RemoteTimeAnswer> RemoteReader::AnswerTime(const RemoteTimeAsk& ask) {
   }
   // Kafka's order: the first batch whose max timestamp reaches the target, then its first
   // record that does (or the batch's first record past `from` when none decodes). Chunk by
-  // chunk from the one holding `from`.
+  // chunk from the one holding `from`, or later where the .timeindex says every batch
+  // before is older.
   auto pick = [&](int64_t ts) { return ask.exact ? ts == ask.timestamp : ts >= ask.timestamp; };
   const int64_t from = std::max(ask.from, seg->base);
-  ASSIGN_OR_RETURN(storage::SegmentFile file, OpenIndex(*seg));
-  ASSIGN_OR_RETURN(uint64_t pos, storage::IndexPosition(file, from));
+  ASSIGN_OR_RETURN(storage::SegmentFile file, OpenIndex(*seg, true));
+  ASSIGN_OR_RETURN(int64_t older_before, storage::TimeIndexStart(file, ask.timestamp));
+  ASSIGN_OR_RETURN(uint64_t pos, storage::IndexPosition(file, std::max(from, older_before)));
   RemoteTimeAnswer out;
   std::vector<uint8_t> bytes;
   Status read_error;

@@ -119,8 +119,9 @@ class RemoteReader {
   void Run(bool ahead);
   Result<RemoteReadAnswer> Answer(const RemoteReadAsk& ask);
   Result<RemoteTimeAnswer> AnswerTime(const RemoteTimeAsk& ask);
-  // `seg` with a copy of its .index (when uploaded), no .log yet, held while the file is.
-  Result<storage::SegmentFile> OpenIndex(const RemoteSegment& seg);
+  // `seg` with a copy of its .index (when uploaded), and of its .timeindex with
+  // `time_index`, no .log yet, held while the files are.
+  Result<storage::SegmentFile> OpenIndex(const RemoteSegment& seg, bool time_index = false);
   // `file` (OpenIndex's) with a copy of the chunk of its .log holding byte `pos`.
   Result<storage::SegmentFile> OpenChunk(const RemoteSegment& seg, storage::SegmentFile file,
                                          uint64_t pos);

@@ -66,6 +66,29 @@ Result<uint64_t> IndexPosition(const SegmentFile& seg, int64_t offset) {
   return pos;
 }
 
+Result<int64_t> TimeIndexStart(const SegmentFile& seg, int64_t timestamp) {
+  if (seg.time_index == nullptr) return seg.base_offset;
+  ASSIGN_OR_RETURN(uint64_t bytes, seg.time_index->Size());
+  uint64_t lo = 0, hi = bytes / kTimeEntrySize;  // entries [0, lo) are older; [hi, end) not
+  int64_t rel = 0;
+  uint8_t e[kTimeEntrySize];
+  while (lo < hi) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    ASSIGN_OR_RETURN(size_t n, seg.time_index->ReadAt(mid * kTimeEntrySize, e));
+    if (n != kTimeEntrySize) {
+      return CorruptionError("{}: entry {} is past the end of the file", seg.time_index->path(),
+                             mid);
+    }
+    if (static_cast<int64_t>(LoadBE64(e)) < timestamp) {
+      rel = std::max<int64_t>(0, static_cast<int32_t>(LoadBE32(e + 8)));
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return seg.base_offset + rel;
+}
+
 Result<std::pair<uint64_t, uint64_t>> SegmentChunkAt(const SegmentFile& seg, uint64_t pos,
                                                      uint64_t chunk_bytes) {
   if (pos >= seg.size) return OutOfRangeError("byte {} is past the segment ({})", pos, seg.size);

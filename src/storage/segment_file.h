@@ -19,9 +19,10 @@
 namespace sluice::storage {
 
 struct SegmentFile {
-  std::shared_ptr<File> log;    // <base>.log, or the chunk of it [from, end)
-  uint64_t size = 0;            // its bytes (batches past them are not read)
-  std::shared_ptr<File> index;  // <base>.index; null: none (the batches are walked)
+  std::shared_ptr<File> log;         // <base>.log, or the chunk of it [from, end)
+  uint64_t size = 0;                 // its bytes (batches past them are not read)
+  std::shared_ptr<File> index;       // <base>.index; null: none (the batches are walked)
+  std::shared_ptr<File> time_index;  // <base>.timeindex; null: none (TimeIndexStart)
   int64_t base_offset = 0;
   // A chunk of the segment (a remote segment read piecewise, docs/design/0025, decision
   // 10): `log` holds its bytes [from, end), both batch boundaries; end 0: to `size`.
@@ -40,6 +41,11 @@ Result<std::pair<uint64_t, uint64_t>> SegmentChunkAt(const SegmentFile& seg, uin
 // The position of the last index entry at or below `offset` (0 when none): where a walk
 // to the batch holding `offset` starts.
 Result<uint64_t> IndexPosition(const SegmentFile& seg, int64_t offset);
+// Where a walk for the first batch whose max timestamp reaches `timestamp` can start: the
+// offset of the time index's last entry dated before it (every batch before that offset
+// is older, as PartitionLog::FindOffsetByTimestamp reads it), or the base offset without
+// a time index or such an entry. Corruption for a torn entry.
+Result<int64_t> TimeIndexStart(const SegmentFile& seg, int64_t timestamp);
 
 // Whole batches from the one holding `offset` (or, in a gap, the next one), at least one
 // and then as many as fit in max_bytes, none at or past `limit`. With EmptyBatches::kSkip

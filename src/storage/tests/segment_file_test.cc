@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -33,7 +34,7 @@ class SegmentFileTest : public ::testing::Test {
     ASSERT_TRUE(log.ok()) << log.status().ToString();
     for (int i = 0; (*log)->ClosedSegments().empty(); ++i) {
       BatchSpec spec;
-      spec.base_timestamp = 1000 + i;
+      spec.base_timestamp = i % 10 == 9 ? 500 : 1000 + i;  // now and then an older one
       for (int r = 0; r < 1 + i % 4; ++r) {
         spec.records.push_back({fmt::format("k{}", r), std::string(20 + (i * 37) % 400, 'v')});
       }
@@ -47,6 +48,7 @@ class SegmentFileTest : public ::testing::Test {
     log->reset();
     whole_.log = Open(log_internal::SegmentName(0, ".log"));
     whole_.index = Open(log_internal::SegmentName(0, ".index"));
+    whole_.time_index = Open(log_internal::SegmentName(0, ".timeindex"));
     ASSERT_TRUE(ForEachSegmentFileBatch(whole_, 0, [&](const BatchHeader& h, uint64_t pos) {
                   batches_[pos] = h.base_offset;
                   return true;
@@ -160,6 +162,32 @@ TEST_F(SegmentFileTest, AChunkReadsAsTheWholeSegmentWithinItsBytes) {
                 StatusCode::kOutOfRange);
     }
   }
+}
+
+// A lookup by time starts where the time index says every batch before is older, and
+// finds there the batch a walk from the start finds.
+TEST_F(SegmentFileTest, TimeIndexStartSkipsOnlyOlderBatches) {
+  std::vector<BatchHeader> all;
+  ASSERT_TRUE(ForEachSegmentFileBatch(whole_, 0, [&](const BatchHeader& h, uint64_t) {
+                all.push_back(h);
+                return true;
+              }).ok());
+  int skipped = 0;
+  for (int64_t target : {0L, 500L, 501L, 1000L, 1001L, 1050L, 1099L, 1100L, 1150L, 5000L}) {
+    auto first = std::find_if(all.begin(), all.end(),
+                              [&](const BatchHeader& h) { return h.max_timestamp >= target; });
+    auto start = TimeIndexStart(whole_, target);
+    ASSERT_TRUE(start.ok()) << start.status().ToString();
+    EXPECT_GE(*start, 0);
+    if (first != all.end()) {
+      EXPECT_GT(first->next_offset(), *start) << target << ": the answer's batch is skipped";
+      skipped += *start > 0;
+    }
+  }
+  EXPECT_GT(skipped, 0) << "the time index never let a walk start later";
+  SegmentFile untimed = whole_;
+  untimed.time_index = nullptr;
+  EXPECT_EQ(*TimeIndexStart(untimed, 1100), whole_.base_offset);
 }
 
 }  // namespace
