@@ -39,8 +39,8 @@ const RemoteSegment* RemoteSegmentFor(const RemoteSegmentList& list, int64_t log
                                       std::optional<int64_t> max_ts) {
   const RemoteSegment* best = nullptr;
   for (const RemoteSegment& seg : list.segments) {
-    if (seg.next <= log_start || seg.max_timestamp < 0) continue;
-    if (seg.base >= local_start) break;
+    // By end offset: after a leader change a later segment may begin lower (overlaps).
+    if (seg.next <= log_start || seg.max_timestamp < 0 || seg.base >= local_start) continue;
     if (!max_ts.has_value()) {
       if (seg.max_timestamp >= timestamp) return &seg;
     } else if (seg.max_timestamp >= *max_ts &&
