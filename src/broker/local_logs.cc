@@ -151,6 +151,9 @@ void LocalLogs::UpdateTiering(const PartitionKey& key, const TopicConfig* config
   if (part->replica != nullptr) {
     bound = [shards = shards_, part] {
       int64_t hw = -1;
+      // Before the server runs the partitions are still being placed and given roles:
+      // nothing is uploaded.
+      if (!shards->attached()) return hw;
       shards->RunOnShard(part->shard, [&] {
         if (part->replica != nullptr && part->replica->leader()) hw = part->replica->high_watermark;
       });

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "base/logging.h"
+#include "broker/meta_files.h"
 #include "broker/replica_manager.h"
 #include "kafka/protocol/header.h"
 #include "storage/batch_header.h"
@@ -176,6 +177,13 @@ void RestoreOnOwner(Partition& part, int64_t at, const TierUploader::StateAt& st
     producers = InvalidArgumentError("the snapshot is at {}", producers->offset);
     (void)part.producers.Rebuild(*part.log);
   }
+  if (producers.ok()) {
+    // Kept where a restart rebuilds the producers from (LocalLogs::Open), as the
+    // uploader keeps its own: the log before it is not here to replay.
+    Status kept = WriteFileDurably(storage::Env::Posix(), dir, TierUploader::kProducerSnapshotFile,
+                                   state.producers);
+    if (!kept.ok()) producers = kept;
+  }
   SLUICE_LOG(kLog, kInfo, "{}: tiered storage's state at {}: leader epochs {}, producers {}", dir,
              at, epochs_st.ok() ? "taken" : epochs_st.message(),
              producers.ok() ? "taken" : producers.status().message());
@@ -186,7 +194,9 @@ void RestoreOnOwner(Partition& part, int64_t at, const TierUploader::StateAt& st
 Status ApplyLeaderStartOnOwner(Partition& part, int64_t leader_start) {
   storage::PartitionLog& log = *part.log;
   const int64_t to = std::min(leader_start, log.written_end_offset());
-  if (to <= log.start_offset()) return Status::OK();
+  // Also below the local start (a tiered log's older offsets are remote): recorded, so a
+  // later leadership here does not serve what the leader's DeleteRecords removed.
+  if (to <= log.records_start_offset()) return Status::OK();
   ASSIGN_OR_RETURN(int64_t start, log.DeleteRecordsBefore(to));
   RETURN_IF_ERROR(part.epochs.TruncateFromStart(start));
   part.replica->high_watermark = std::max(part.replica->high_watermark, start);
@@ -213,7 +223,7 @@ void ApplyOnOwner(Partition* part, uint64_t generation,
   } else if (!records.empty()) {
     AppendOnOwner(*part, records, ack, r);
   }
-  if (r->status.ok() && !diverged && data.log_start_offset > part->log->start_offset()) {
+  if (r->status.ok() && !diverged && data.log_start_offset > part->log->records_start_offset()) {
     if (Status st = ApplyLeaderStartOnOwner(*part, data.log_start_offset); !st.ok()) {
       SLUICE_LOG(kLog, kWarn, "{}: moving the log start to the leader's {}: {}", part->log->dir(),
                  data.log_start_offset, st.ToString());
@@ -425,6 +435,7 @@ bool ReplicaFetcher::FetchOnce() {
   // and a second post for its high watermark, made small fetches dear: 0018, "replperf").
   std::vector<Answered> work;
   std::vector<std::pair<PartitionKey, Fetched>> tiered;  // behind the leader's local start
+  std::map<PartitionKey, int64_t> tiered_starts;         // their leader's whole-log start
   for (const auto& t : resp.responses) {
     for (const auto& p : t.partitions) {
       for (const auto& [key, f] : asked) {
@@ -434,6 +445,7 @@ bool ReplicaFetcher::FetchOnce() {
           ResetToLeaderStart(key, f.state.generation, p.log_start_offset);
         } else if (p.error_code == ErrorCode::kOffsetMovedToTieredStorage) {
           tiered.emplace_back(key, f);
+          tiered_starts[key] = p.log_start_offset;
         } else if (p.error_code != ErrorCode::kNone) {
           // A leader that moved on or not there yet: the controller tells this broker
           // what changed; until then, ask again after the backoff.
@@ -476,7 +488,8 @@ bool ReplicaFetcher::FetchOnce() {
                    key.first, key.second, *local, got.status().ToString());
       }
     }
-    ResetToLeaderStart(key, f.state.generation, *local, state ? &*state : nullptr);
+    ResetToLeaderStart(key, f.state.generation, *local, state ? &*state : nullptr,
+                       tiered_starts[key]);
   }
   return true;
 }
@@ -542,7 +555,8 @@ void ReplicaFetcher::HandlePartitions(std::vector<Answered>& work) {
 }
 
 void ReplicaFetcher::ResetToLeaderStart(const PartitionKey& key, uint64_t generation,
-                                        int64_t leader_start, const TierUploader::StateAt* state) {
+                                        int64_t leader_start, const TierUploader::StateAt* state,
+                                        int64_t whole_start) {
   // Behind the leader's log start (retention or DeleteRecords there): Kafka's
   // truncateFullyAndStartAt. Everything here goes, and the log restarts empty at the
   // leader's start, which becomes its own start.
@@ -562,6 +576,10 @@ void ReplicaFetcher::ResetToLeaderStart(const PartitionKey& key, uint64_t genera
     if (st.ok()) st = part->epochs.TruncateFromEnd(0);
     if (st.ok()) st = part->producers.Rebuild(log);
     if (st.ok() && state != nullptr) RestoreOnOwner(*part, leader_start, *state);
+    // The whole log's start below it (tiered storage's part): recorded as the leader's.
+    if (st.ok() && whole_start > 0 && whole_start < leader_start) {
+      st = log.DeleteRecordsBefore(whole_start).status();
+    }
     // Nothing below the leader's start exists: its high watermark is at least there.
     part->replica->high_watermark = leader_start;
   });

@@ -107,7 +107,7 @@ class ReplicaFetcher {
   // Empties the local log of a follower behind the leader's log start and fetches from
   // there on; with `state`, tiered storage's producers and epochs at that offset are taken.
   void ResetToLeaderStart(const PartitionKey& key, uint64_t generation, int64_t leader_start,
-                          const TierUploader::StateAt* state = nullptr);
+                          const TierUploader::StateAt* state = nullptr, int64_t whole_start = 0);
   // The leader's local log start (ListOffsets -4), for a follower whose offset only
   // tiered storage holds; an error leaves the connection unusable.
   Result<int64_t> LeaderLocalStart(const PartitionKey& key, const Fetched& f);

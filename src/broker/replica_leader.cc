@@ -239,7 +239,9 @@ void ServeFetch(Partition& part, int32_t replica_id, int64_t replica_epoch,
   const int64_t leader_end = log.written_end_offset();
   out->high_watermark = rs->high_watermark;
   out->last_stable_offset = rs->high_watermark;
-  out->log_start_offset = starts.start;
+  // While tiered storage's part is not listed yet the whole log's start is not known: the
+  // DeleteRecords start, which is never above it (a follower records what it is sent).
+  out->log_start_offset = starts.unknown ? log.records_start_offset() : starts.start;
   // Below the local start: tiered storage holds it (Kafka's OFFSET_MOVED_TO_TIERED_STORAGE:
   // the follower starts its log at this log's local start), or nobody does.
   auto below_start = [&] {

@@ -109,7 +109,7 @@ class Shards {
 
   // The server's loops, one per shard (once, before their threads start).
   void Attach(const std::vector<EventLoop*>& loops);
-  bool attached() const { return attached_; }
+  bool attached() const { return attached_.load(std::memory_order_acquire); }
   int size() const { return static_cast<int>(shards_.size()); }
   Shard& at(int i) { return *shards_[static_cast<size_t>(i)]; }
 
@@ -156,7 +156,8 @@ class Shards {
   // Sized once (one before Attach, then one per loop) on the controlling thread before
   // the shard threads run.
   std::vector<std::unique_ptr<Shard>> shards_;
-  bool attached_ = false;  // set before the shard threads start
+  // Set before the shard threads start; read by other threads too (the tiered uploader).
+  std::atomic<bool> attached_{false};
 
   // The gate on posting to the shards' loops: posters count themselves in posting_,
   // StopWaking() closes it and waits for posting_ to drain.

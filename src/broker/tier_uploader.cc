@@ -291,8 +291,9 @@ Status TierUploader::Load(const Key& key, Entry& e, bool leading) {
     if (!text.ok() && text.status().code() == StatusCode::kNotFound) continue;  // deleted
     if (!text.ok()) return text.status();
     Json m = Json::parse(*text, nullptr, false);
+    // A segment's positions are 32-bit (its .index): a larger size is not one.
     if (!m.is_object() || !m.contains("size") || !m["size"].is_number_unsigned() ||
-        !m.contains("files") || !m["files"].is_array()) {
+        m["size"].get<uint64_t>() > UINT32_MAX || !m.contains("files") || !m["files"].is_array()) {
       return CorruptionError("{}/{}: not a segment manifest", options_.store->Describe(), k);
     }
     Remote r;

@@ -2,6 +2,7 @@
 #include "storage/segment_file.h"
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "storage/segment.h"
@@ -38,6 +39,24 @@ Result<uint64_t> IndexedAtOrBelow(const SegmentFile& seg, uint64_t at) {
     }
   }
   return pos;
+}
+
+// The first indexed position above `at`, if any.
+Result<std::optional<uint64_t>> IndexedAbove(const SegmentFile& seg, uint64_t at) {
+  ASSIGN_OR_RETURN(uint64_t bytes, seg.index->Size());
+  uint64_t lo = 0, hi = bytes / kOffsetEntrySize;
+  std::optional<uint64_t> found;
+  while (lo < hi) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    ASSIGN_OR_RETURN(auto entry, IndexEntry(*seg.index, mid));
+    if (entry.second > at) {
+      found = entry.second;
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  return found;
 }
 
 }  // namespace
@@ -93,19 +112,29 @@ Result<std::pair<uint64_t, uint64_t>> SegmentChunkAt(const SegmentFile& seg, uin
                                                      uint64_t chunk_bytes) {
   if (pos >= seg.size) return OutOfRangeError("byte {} is past the segment ({})", pos, seg.size);
   if (seg.index == nullptr || chunk_bytes == 0) return std::make_pair(uint64_t{0}, seg.size);
-  // Boundary k: 0, the last indexed position at or below k * chunk_bytes, the size past it.
+  // Boundary k: 0, the last indexed position at or below k * chunk_bytes, the size from
+  // the first multiple at or past it on (counted without overflowing).
+  const uint64_t past = seg.size / chunk_bytes + (seg.size % chunk_bytes != 0 ? 1 : 0);
   auto boundary = [&](uint64_t k) -> Result<uint64_t> {
     if (k == 0) return uint64_t{0};
-    if (k * chunk_bytes >= seg.size) return seg.size;
+    if (k >= past) return seg.size;
     return IndexedAtOrBelow(seg, k * chunk_bytes);
   };
-  uint64_t k = pos / chunk_bytes;
-  ASSIGN_OR_RETURN(uint64_t from, boundary(k));
-  for (++k;; ++k) {
-    ASSIGN_OR_RETURN(uint64_t b, boundary(k));
-    if (b > pos) return std::make_pair(from, b);
-    from = b;
+  // The chunk ends at the first boundary past `pos`: the one whose multiple reaches the
+  // first indexed position past it (none: the segment's end), in closed form, so a
+  // corrupt index or size costs a few searches, never a walk over every multiple.
+  ASSIGN_OR_RETURN(std::optional<uint64_t> above, IndexedAbove(seg, pos));
+  uint64_t k = past;
+  if (above.has_value() && *above < seg.size) {
+    k = *above / chunk_bytes + (*above % chunk_bytes != 0 ? 1 : 0);
   }
+  ASSIGN_OR_RETURN(uint64_t end, boundary(k));
+  ASSIGN_OR_RETURN(uint64_t from, boundary(k - 1));
+  if (end <= pos || from > pos) {
+    // Only an index whose positions do not increase gets here: one chunk of everything.
+    return std::make_pair(uint64_t{0}, seg.size);
+  }
+  return std::make_pair(from, end);
 }
 
 namespace {

@@ -129,6 +129,15 @@ TEST_F(SegmentFileTest, ChunksTileTheSegmentAtBatchStartsAndEveryReaderSplitsItA
   EXPECT_EQ(*SegmentChunkAt(unindexed, 0, 1000), std::make_pair(uint64_t{0}, whole_.size));
   EXPECT_EQ(*SegmentChunkAt(whole_, 0, 0), std::make_pair(uint64_t{0}, whole_.size));
   EXPECT_EQ(SegmentChunkAt(whole_, whole_.size, 1000).status().code(), StatusCode::kOutOfRange);
+  // A size no segment has (a corrupt manifest's) costs a few searches, not a walk.
+  SegmentFile huge = whole_;
+  huge.size = UINT64_MAX - 5;
+  for (uint64_t pos : {uint64_t{0}, whole_.size + 100, huge.size - 1}) {
+    auto c = SegmentChunkAt(huge, pos, 1000);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    EXPECT_LE(c->first, pos);
+    EXPECT_GT(c->second, pos);
+  }
 }
 
 TEST_F(SegmentFileTest, AChunkReadsAsTheWholeSegmentWithinItsBytes) {
