@@ -150,14 +150,17 @@ void LocalLogs::UpdateTiering(const PartitionKey& key, const TopicConfig* config
   TierUploader::Bound bound;
   if (part->replica != nullptr) {
     bound = [shards = shards_, part] {
-      int64_t hw = -1;
+      TierUploader::Leadership role;
       // Before the server runs the partitions are still being placed and given roles:
       // nothing is uploaded.
-      if (!shards->attached()) return hw;
+      if (!shards->attached()) return role;
       shards->RunOnShard(part->shard, [&] {
-        if (part->replica != nullptr && part->replica->leader()) hw = part->replica->high_watermark;
+        if (part->replica != nullptr && part->replica->leader()) {
+          role.bound = part->replica->high_watermark;
+          role.epoch = part->replica->leader_epoch;
+        }
       });
-      return hw;
+      return role;
     };
   }
   uploader_->Add(key, part->topic_id, part->log.get(),

@@ -546,7 +546,8 @@ void TierUploader::PublishLocked(const Key& key, Entry& e, bool changed) const {
 }
 
 Status TierUploader::Pass(const Key& key, Entry& e) {
-  const int64_t bound = e.bound ? e.bound() : INT64_MAX;
+  const Leadership role = e.bound ? e.bound() : Leadership{INT64_MAX, -1};
+  const int64_t bound = role.bound;
   if (bound < 0) {
     // Not the leader: what it uploaded, now and then (local retention waits for it).
     e.leading = false;
@@ -562,12 +563,14 @@ Status TierUploader::Pass(const Key& key, Entry& e) {
     Publish(key, published);
     return Status::OK();
   }
-  if (!e.leading && e.bound) {
-    // A new leader goes on after what the last one uploaded.
+  if (e.bound && (!e.leading || role.epoch != e.leader_epoch)) {
+    // A new leader (also this broker again, in a later epoch: another may have led
+    // between two passes) goes on after what the last one uploaded.
     std::lock_guard<std::mutex> lock(mu_);
     e.loaded = false;
   }
   e.leading = true;
+  e.leader_epoch = role.epoch;
   if (!e.loaded) RETURN_IF_ERROR(Load(key, e, true));
   const std::string prefix = PartitionPrefix(key.first, e.topic_id, key.second);
   std::vector<storage::SegmentSummary> closed = e.log->ClosedSegments();

@@ -82,8 +82,13 @@ class TierUploader {
     int64_t ms = -1;
   };
   // A replicated partition's: the offset below which this broker uploads (its high
-  // watermark while it leads), -1 while it does not lead. Called on the uploader's thread.
-  using Bound = std::function<int64_t()>;
+  // watermark while it leads; -1 while it does not) and the leader epoch it leads in (a
+  // new one lists the manifests again). Called on the uploader's thread.
+  struct Leadership {
+    int64_t bound = -1;
+    int32_t epoch = -1;
+  };
+  using Bound = std::function<Leadership()>;
   // Registers a partition's log (kept open by the caller until Remove); `bound` null: a
   // single broker's, every closed segment is uploaded. Again with the same log: only the
   // retention and the bound change.
@@ -131,7 +136,8 @@ class TierUploader {
     Published published;
     Retention retention;
     Bound bound;
-    bool leading = false;                                  // the last pass uploaded (this thread's)
+    bool leading = false;       // the last pass uploaded (this thread's)
+    int32_t leader_epoch = -1;  // in this epoch (a replicated partition's)
     std::chrono::steady_clock::time_point next_listing{};  // a follower's
     bool loaded = false;                                   // the manifests were listed
     int64_t published_start = -2;                          // the start last published to the index
