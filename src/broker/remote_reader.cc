@@ -171,22 +171,22 @@ Result<RemoteReadAnswer> RemoteReader::Answer(const RemoteReadAsk& ask) {
   ASSIGN_OR_RETURN(storage::SegmentFile file, OpenIndex(*seg));
   ASSIGN_OR_RETURN(uint64_t pos, storage::IndexPosition(file, offset));
   Result<storage::ReadResult> read = OutOfRangeError("offset {} is not in the segment", offset);
-  for (int64_t at = offset; pos < seg->size;) {
+  for (bool first_chunk = true; pos < seg->size; first_chunk = false) {
     ASSIGN_OR_RETURN(file, OpenChunk(*seg, std::move(file), pos));
+    int64_t at = offset;
+    if (!first_chunk) {
+      // Past the last chunk's batches (a gap at its end): this one from its first batch.
+      at = -1;
+      RETURN_IF_ERROR(storage::ForEachSegmentFileBatch(
+          file, offset, [&](const storage::BatchHeader& h, uint64_t) {
+            at = std::max(offset, h.base_offset);
+            return false;
+          }));
+      if (at < 0) break;
+    }
     read = storage::ReadSegmentFile(file, at, ask.max_bytes, ask.limit, ask.empty);
     if (read.ok() || read.status().code() != StatusCode::kOutOfRange) break;
-    // Past the chunk's batches (a gap at its end): the next chunk, from its first batch.
     pos = file.stop();
-    if (pos >= seg->size) break;
-    ASSIGN_OR_RETURN(file, OpenChunk(*seg, std::move(file), pos));
-    int64_t first = -1;
-    RETURN_IF_ERROR(storage::ForEachSegmentFileBatch(file, offset,
-                                                     [&](const storage::BatchHeader& h, uint64_t) {
-                                                       first = h.base_offset;
-                                                       return false;
-                                                     }));
-    if (first < 0) break;
-    at = std::max(offset, first);
   }
   RETURN_IF_ERROR(read.status());
   storage::ReadResult& r = *read;
