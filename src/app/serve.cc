@@ -18,6 +18,7 @@
 #include "base/strings.h"
 #include "broker/serve_config.h"
 #include "broker/service.h"
+#include "console/api.h"
 #include "lake/object_cache.h"
 #include "lake/rest_catalog.h"
 #include "lake/rest_client.h"
@@ -433,6 +434,27 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
       routes.push_back(
           {"/v1/", [c = p->catalog_.get()](const HttpRequest& r) { return c->Handle(r); }});
     }
+    // The console's API (docs/design/0026): a Kafka client of this broker as the HTTP
+    // user (their ACLs apply), or as the process itself without a login.
+    p->console_ = std::make_unique<console::ConsoleApi>(console::ConsoleApiOptions{
+        .client_for =
+            [k = p->kafka_.get()](const std::string& principal) {
+              std::map<std::string, std::string> props = k->InternalClientProperties(principal);
+              return kafka::client::Config(props.begin(), props.end());
+            },
+        .data_dir = sc.broker.data_dir,
+        .metrics = &MetricsRegistry::Global(),
+        .pipelines =
+            [s = p->pipelines_.get()] {
+              if (s == nullptr) return std::pair<int, int>(0, 0);
+              int running = 0, total = 0;
+              for (const PipelineStatus& ps : s->List()) {
+                ++total;
+                running += ps.running ? 1 : 0;
+              }
+              return std::pair<int, int>(running, total);
+            }});
+    routes.push_back(p->console_->Route());
     HttpServerOptions http_options;
     // Browser safety in every mode (0021): Host and Origin allowlists, a proof on every
     // state-changing request.
@@ -541,6 +563,7 @@ Status ServeProcess::Stop() {
   if (query_server_) query_server_->Stop();
   // Then the pipelines: each finishes its batch in hand and commits to the broker still up.
   if (pipelines_) pipelines_->Stop();
+  if (console_) console_->Stop();  // its live streams end, which the server waits for
   if (http_door_) http_door_->Stop();
   if (http_) http_->Stop();
   if (schema_registry_) schema_registry_->Stop();

@@ -40,6 +40,10 @@ class QueryServer;
 }  // namespace query
 }  // namespace sluice
 
+namespace sluice::console {
+class ConsoleApi;
+}  // namespace sluice::console
+
 namespace sluice::app {
 
 class HttpFrontDoor;
@@ -95,6 +99,7 @@ class ServeProcess {
   std::shared_ptr<net::TlsContext> tls_;                 // the tls: section's, or null
   std::unique_ptr<SchemaRegistryPort> schema_registry_;  // after the broker, before pipelines
   std::unique_ptr<PipelineSet> pipelines_;
+  std::unique_ptr<console::ConsoleApi> console_;  // before http_, which calls it
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<HttpFrontDoor> http_door_;  // http.addr's socket, in front of http_
   std::unique_ptr<query::QueryEngine> query_engine_;

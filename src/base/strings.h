@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "base/status.h"
+
 namespace sluice {
 
 // `s` with 'A'-'Z' mapped to 'a'-'z' (other bytes unchanged).
@@ -27,5 +29,9 @@ inline bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
 // `s` without the ASCII whitespace (space, \t, \n, \v, \f, \r) at either end / its end.
 std::string_view Trim(std::string_view s);
 std::string_view TrimRight(std::string_view s);
+
+// Percent-decoding of one URL path segment ('+' stays '+'): InvalidArgument for a
+// truncated or non-hex escape.
+Result<std::string> PercentDecode(std::string_view text);
 
 }  // namespace sluice

@@ -1167,31 +1167,6 @@ HttpResponse Session::Route(const HttpRequest& req) {
 
 }  // namespace
 
-Result<std::string> PercentDecode(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '%') {
-      out += text[i];
-      continue;
-    }
-    auto hex = [](char c) -> int {
-      if (c >= '0' && c <= '9') return c - '0';
-      if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-      if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-      return -1;
-    };
-    if (i + 2 >= text.size()) {
-      return InvalidArgumentError("\"{}\": truncated percent escape", text);
-    }
-    int hi = hex(text[i + 1]), lo = hex(text[i + 2]);
-    if (hi < 0 || lo < 0) return InvalidArgumentError("\"{}\": bad percent escape", text);
-    out += static_cast<char>(hi * 16 + lo);
-    i += 2;
-  }
-  return out;
-}
-
 Result<std::vector<std::string>> DecodeNamespace(std::string_view encoded) {
   ASSIGN_OR_RETURN(std::string decoded, PercentDecode(encoded));
   std::vector<std::string> out;

@@ -26,6 +26,7 @@
 
 #include "base/http_server.h"
 #include "base/status.h"
+#include "base/strings.h"  // PercentDecode
 
 namespace sluice::lake {
 
@@ -95,7 +96,5 @@ class RestCatalog {
 
 // "a%1Fb" -> {"a", "b"} after percent-decoding; InvalidArgument for bad escapes.
 Result<std::vector<std::string>> DecodeNamespace(std::string_view encoded);
-// Percent-decoding of one path segment ('+' stays '+').
-Result<std::string> PercentDecode(std::string_view text);
 
 }  // namespace sluice::lake

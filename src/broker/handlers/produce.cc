@@ -11,6 +11,7 @@
 // from the coordinator (txn_partition_markers.h).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <span>
@@ -19,6 +20,7 @@
 
 #include "base/clock.h"
 #include "base/logging.h"
+#include "base/metrics.h"
 #include "broker/handlers/handlers.h"
 #include "broker/offset_log.h"
 #include "broker/produce_refusals.h"
@@ -318,6 +320,14 @@ void AppendOnOwner(const std::shared_ptr<PendingProduce>& pending,
     return;
   }
   part->producers.OnAppended(a.batch, appended->base_offset);
+  // What this broker took in as a leader (the console's throughput in; followers' copies
+  // are not counted).
+  static Counter& bytes_in = MetricsRegistry::Global().GetCounter(
+      "sluice_kafka_produce_bytes_total", "Bytes of record batches appended by Produce requests");
+  static Counter& records_in = MetricsRegistry::Global().GetCounter(
+      "sluice_kafka_produce_records_total", "Records appended by Produce requests");
+  bytes_in.Inc(a.records.size());
+  records_in.Inc(static_cast<uint64_t>(std::max(a.batch.record_count, 0)));
   if (await_hw) AwaitCommit(pending, out, *part, appended->base_offset, appended->last_offset + 1);
 }
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "base/status.h"
@@ -17,6 +18,12 @@ struct rd_kafka_topic_s;  // rd_kafka_topic_t
 struct rd_kafka_queue_s;  // rd_kafka_queue_t
 
 namespace sluice::kafka::client {
+
+// A record header: Kafka allows a name more than once, and a null value.
+struct RecordHeader {
+  std::string name;
+  std::optional<std::string> value;
+};
 
 // librdkafka properties ("bootstrap.servers", "linger.ms", ...), as strings, exactly as
 // librdkafka's CONFIGURATION.md names them. Topic-level properties ("acks",

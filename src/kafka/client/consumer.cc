@@ -303,6 +303,28 @@ Message MessageBatch::operator[](size_t i) const {
   return out;
 }
 
+std::vector<RecordHeader> MessageBatch::Headers(size_t i) const {
+  std::vector<RecordHeader> out;
+  rd_kafka_headers_t* headers = nullptr;
+  // The message is librdkafka's; reading its headers parses and caches them in it.
+  if (rd_kafka_message_headers(messages_[i], &headers) != RD_KAFKA_RESP_ERR_NO_ERROR) return out;
+  const char* name = nullptr;
+  const void* value = nullptr;
+  size_t size = 0;
+  for (size_t h = 0;
+       rd_kafka_header_get_all(headers, h, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR;
+       ++h) {
+    RecordHeader rh{name != nullptr ? name : "", std::nullopt};
+    if (value != nullptr) rh.value.emplace(static_cast<const char*>(value), size);
+    out.push_back(std::move(rh));
+  }
+  return out;
+}
+
+bool MessageBatch::KeyIsNull(size_t i) const { return messages_[i]->key == nullptr; }
+
+bool MessageBatch::ValueIsNull(size_t i) const { return messages_[i]->payload == nullptr; }
+
 Result<std::unique_ptr<Consumer>> Consumer::Create(const Config& config, StatsCallback on_stats) {
   std::unique_ptr<Consumer> c(new Consumer());
   c->on_stats_ = std::move(on_stats);

@@ -121,6 +121,11 @@ class MessageBatch {
   size_t size() const { return messages_.size(); }
   bool empty() const { return messages_.empty(); }
   Message operator[](size_t i) const;
+  // Record i's headers, in order (parsed on this call: the pipelines never ask), and
+  // whether its key or value is null (Message shows null as empty).
+  std::vector<RecordHeader> Headers(size_t i) const;
+  bool KeyIsNull(size_t i) const;
+  bool ValueIsNull(size_t i) const;
   // Key and value bytes of all the records.
   uint64_t bytes() const { return bytes_; }
   const std::vector<PartitionEnd>& ends() const { return ends_; }

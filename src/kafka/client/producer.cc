@@ -115,6 +115,38 @@ Status Producer::Produce(std::string_view topic, int32_t partition, std::string_
   return Status::OK();
 }
 
+Status Producer::ProduceRecord(std::string_view topic, int32_t partition,
+                               std::optional<std::string_view> key,
+                               std::optional<std::string_view> value,
+                               const std::vector<RecordHeader>& headers, uint64_t cookie) {
+  const std::string what = fmt::format("produce to {} [{}]", topic, partition);
+  rd_kafka_headers_t* hdrs = rd_kafka_headers_new(headers.size());
+  for (const RecordHeader& h : headers) {
+    rd_kafka_header_add(hdrs, h.name.data(), static_cast<ssize_t>(h.name.size()),
+                        h.value ? h.value->data() : nullptr,
+                        h.value ? static_cast<ssize_t>(h.value->size()) : 0);
+  }
+  const std::string name(topic);
+  // On success librdkafka owns the headers; on failure they are still ours.
+  // (librdkafka's macros cast their arguments unparenthesized: plain variables only.)
+  void* value_data = value ? const_cast<char*>(value->data()) : nullptr;
+  const size_t value_size = value ? value->size() : 0;
+  const void* key_data = key ? key->data() : nullptr;
+  const size_t key_size = key ? key->size() : 0;
+  void* opaque = reinterpret_cast<void*>(static_cast<uintptr_t>(cookie));
+  rd_kafka_resp_err_t err = rd_kafka_producev(
+      rk_.get(), RD_KAFKA_V_TOPIC(name.c_str()), RD_KAFKA_V_PARTITION(partition),
+      RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_VALUE(value_data, value_size),
+      RD_KAFKA_V_KEY(key_data, key_size), RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE(opaque),
+      RD_KAFKA_V_END);
+  if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    rd_kafka_headers_destroy(hdrs);
+    return detail::ErrorStatus(err, what);
+  }
+  produced_.store(produced_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  return Status::OK();
+}
+
 int Producer::Poll(std::chrono::milliseconds timeout) {
   return rd_kafka_poll(rk_.get(), static_cast<int>(timeout.count()));
 }

@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -78,6 +79,12 @@ class Producer {
   Status Produce(std::string_view topic, int32_t partition, std::string_view key,
                  std::string_view value, uint64_t cookie = 0, Value value_mode = Value::kCopy,
                  int64_t timestamp_ms = 0);
+
+  // One record with headers, copied; a key or value of nullopt is Kafka's null (a
+  // tombstone's value), not an empty one.
+  Status ProduceRecord(std::string_view topic, int32_t partition,
+                       std::optional<std::string_view> key, std::optional<std::string_view> value,
+                       const std::vector<RecordHeader>& headers, uint64_t cookie = 0);
 
   // Serves delivery reports (and error events) for up to `timeout`, returning as soon
   // as there was at least one. Returns how many events it served.

@@ -81,6 +81,7 @@ StatusCode CodeOf(rd_kafka_resp_err_t err) {
     case RD_KAFKA_RESP_ERR_INVALID_REQUEST:
     case RD_KAFKA_RESP_ERR_INVALID_RECORD:
     case RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE:
+    case RD_KAFKA_RESP_ERR_INVALID_GROUP_ID:
       return StatusCode::kInvalidArgument;
     case RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS:
       return StatusCode::kAlreadyExists;
@@ -101,7 +102,12 @@ StatusCode CodeOf(rd_kafka_resp_err_t err) {
     case RD_KAFKA_RESP_ERR__CONFLICT:
     case RD_KAFKA_RESP_ERR__FATAL:
     case RD_KAFKA_RESP_ERR__NO_OFFSET:
+    case RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID:
+    case RD_KAFKA_RESP_ERR_NON_EMPTY_GROUP:
+    case RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS:
       return StatusCode::kFailedPrecondition;
+    case RD_KAFKA_RESP_ERR_GROUP_ID_NOT_FOUND:
+      return StatusCode::kNotFound;
     case RD_KAFKA_RESP_ERR__NOT_IMPLEMENTED:
     case RD_KAFKA_RESP_ERR__UNSUPPORTED_FEATURE:
     case RD_KAFKA_RESP_ERR_UNSUPPORTED_VERSION:
@@ -117,6 +123,39 @@ Status ErrorStatus(rd_kafka_resp_err_t err, std::string_view context, std::strin
   if (err == RD_KAFKA_RESP_ERR_NO_ERROR) return Status::OK();
   std::string_view text = detail.empty() ? std::string_view(rd_kafka_err2str(err)) : detail;
   return Status(CodeOf(err), fmt::format("{}: {} ({})", context, text, rd_kafka_err2name(err)));
+}
+
+// Admin options with both the client's request timeout and the broker's operation
+// timeout set to `timeout`.
+Result<AdminOptionsPtr> MakeOptions(rd_kafka_t* rk, rd_kafka_admin_op_t op,
+                                    std::chrono::milliseconds timeout, std::string_view what) {
+  AdminOptionsPtr options(rd_kafka_AdminOptions_new(rk, op));
+  char errstr[512] = "";
+  int ms = static_cast<int>(timeout.count());
+  // The operation timeout is for topic creation and deletion only (librdkafka refuses it
+  // elsewhere).
+  const bool topic_op =
+      op == RD_KAFKA_ADMIN_OP_CREATETOPICS || op == RD_KAFKA_ADMIN_OP_DELETETOPICS;
+  if (rd_kafka_AdminOptions_set_request_timeout(options.get(), ms, errstr, sizeof(errstr)) ||
+      (topic_op &&
+       rd_kafka_AdminOptions_set_operation_timeout(options.get(), ms, errstr, sizeof(errstr)))) {
+    return InvalidArgumentError("{}: timeout {} ms: {}", what, ms, errstr);
+  }
+  return options;
+}
+
+// Waits for the one result event of an admin call on `queue`; checks its request-level
+// error. librdkafka answers by the request timeout; the extra second only guards.
+Result<EventPtr> WaitResult(rd_kafka_queue_t* queue, std::chrono::milliseconds timeout,
+                            std::string_view what) {
+  EventPtr ev(rd_kafka_queue_poll(queue, static_cast<int>(timeout.count()) + 1000));
+  if (ev == nullptr) return AbortedError("{}: no answer within {} ms", what, timeout.count());
+  rd_kafka_resp_err_t err = rd_kafka_event_error(ev.get());
+  if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    const char* text = rd_kafka_event_error_string(ev.get());
+    return detail::ErrorStatus(err, what, text != nullptr ? text : "");
+  }
+  return ev;
 }
 
 Result<int64_t> ListOffset(rd_kafka_t* rk, const std::string& topic, int32_t partition,

@@ -72,6 +72,16 @@ StatusCode CodeOf(rd_kafka_resp_err_t err);
 // empty, replaces librdkafka's generic text (brokers often send a better one).
 Status ErrorStatus(rd_kafka_resp_err_t err, std::string_view context, std::string_view detail = {});
 
+// Admin options with both the client's request timeout and the broker's operation
+// timeout (topic creation and deletion only) set to `timeout`.
+Result<AdminOptionsPtr> MakeOptions(rd_kafka_t* rk, rd_kafka_admin_op_t op,
+                                    std::chrono::milliseconds timeout, std::string_view what);
+
+// Waits for the one result event of an admin call on `queue`; checks its request-level
+// error.
+Result<EventPtr> WaitResult(rd_kafka_queue_t* queue, std::chrono::milliseconds timeout,
+                            std::string_view what);
+
 // ListOffsets of one partition: `spec` is a timestamp or RD_KAFKA_OFFSET_END (the high
 // watermark, the last stable offset for a read_committed handle) or
 // RD_KAFKA_OFFSET_BEGINNING (the log start). Through rd_kafka_offsets_for_times, which

@@ -1,0 +1,887 @@
+#include "console/api.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "base/strings.h"
+#include "console/message_view.h"
+#include "console/openapi.h"
+#include "kafka/client/consumer.h"
+
+namespace sluice::console {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using Clock = std::chrono::steady_clock;
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+HttpResponse JsonResponse(int status, const Json& body) {
+  HttpResponse r;
+  r.status = status;
+  r.body = body.dump(-1, ' ', false, Json::error_handler_t::replace);
+  r.headers.emplace_back("Cache-Control", "no-store");
+  return r;
+}
+
+HttpResponse ErrorResponse(int status, std::string_view code, std::string_view message) {
+  return JsonResponse(status, Json{{"error", {{"code", code}, {"message", message}}}});
+}
+
+HttpResponse NoContent() {
+  HttpResponse r;
+  r.status = 204;
+  return r;
+}
+
+// A Status from KafkaOps as the API's error: Kafka's error name as the code when the
+// broker gave one, the HTTP status by what it means (docs/design/0026 #7).
+HttpResponse FromStatus(const Status& st) {
+  std::string code(kafka::client::KafkaErrorName(st));
+  if (code.starts_with("_")) {
+    // librdkafka's own: _TIMED_OUT, _TRANSPORT, _UNKNOWN_TOPIC, ...
+    code = code.substr(1);
+  }
+  int status = 500;
+  switch (st.code()) {
+    case StatusCode::kInvalidArgument:
+      status = 400;
+      if (code.empty()) code = "INVALID_REQUEST";
+      break;
+    case StatusCode::kNotFound:
+      status = 404;
+      if (code.empty()) code = "NOT_FOUND";
+      break;
+    case StatusCode::kAlreadyExists:
+      status = 409;
+      if (code.empty()) code = "ALREADY_EXISTS";
+      break;
+    case StatusCode::kFailedPrecondition:
+      status = 409;
+      if (code.empty()) code = "FAILED_PRECONDITION";
+      break;
+    case StatusCode::kAborted:
+      status = 504;
+      if (code.empty()) code = "TIMED_OUT";
+      break;
+    default:
+      status = 502;
+      if (code.empty()) code = "KAFKA_ERROR";
+      break;
+  }
+  if (code.ends_with("_AUTHORIZATION_FAILED")) status = 403;
+  if (code == "UNKNOWN_TOPIC_OR_PART" || code == "UNKNOWN_TOPIC" || code == "GROUP_ID_NOT_FOUND")
+    status = 404;
+  if (code == "TOPIC_ALREADY_EXISTS") status = 409;
+  if (code == "NON_EMPTY_GROUP" || code == "UNKNOWN_MEMBER_ID") {
+    status = 409;
+    code = "NON_EMPTY_GROUP";
+  }
+  if (code.starts_with("INVALID_") || code == "POLICY_VIOLATION" ||
+      code == "UNSUPPORTED_COMPRESSION_TYPE") {
+    status = 400;
+  }
+  if (code == "TIMED_OUT" || code == "REQUEST_TIMED_OUT") status = 504;
+  return ErrorResponse(status, code, st.message());
+}
+
+HttpResponse BadRequest(std::string_view message) {
+  return ErrorResponse(400, "INVALID_REQUEST", message);
+}
+
+HttpResponse MethodNotAllowed(const HttpRequest& req) {
+  HttpResponse r = ErrorResponse(405, "METHOD_NOT_ALLOWED",
+                                 fmt::format("{} is not allowed on {}", req.method, req.path));
+  return r;
+}
+
+// The request's JSON body: an object, with only `allowed` fields.
+Result<Json> ParseBody(const HttpRequest& req, std::initializer_list<std::string_view> allowed) {
+  if (req.body.empty()) return InvalidArgumentError("the request needs a JSON object as its body");
+  Json body = Json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded()) return InvalidArgumentError("the body is not JSON");
+  if (!body.is_object()) return InvalidArgumentError("the body must be a JSON object");
+  for (const auto& [k, v] : body.items()) {
+    if (std::find(allowed.begin(), allowed.end(), k) == allowed.end()) {
+      return InvalidArgumentError("unknown field '{}'", k);
+    }
+  }
+  return body;
+}
+
+Result<int64_t> IntField(const Json& body, std::string_view name, int64_t fallback) {
+  auto it = body.find(name);
+  if (it == body.end() || it->is_null()) return fallback;
+  if (!it->is_number_integer()) return InvalidArgumentError("'{}' must be an integer", name);
+  return it->get<int64_t>();
+}
+
+Result<std::optional<std::string>> OptionalString(const Json& body, std::string_view name) {
+  auto it = body.find(name);
+  if (it == body.end() || it->is_null()) return std::optional<std::string>();
+  if (!it->is_string()) return InvalidArgumentError("'{}' must be a string or null", name);
+  return std::optional<std::string>(it->get<std::string>());
+}
+
+Result<std::map<std::string, std::string>> StringMap(const Json& body, std::string_view name) {
+  std::map<std::string, std::string> out;
+  auto it = body.find(name);
+  if (it == body.end() || it->is_null()) return out;
+  if (!it->is_object()) return InvalidArgumentError("'{}' must be an object of strings", name);
+  for (const auto& [k, v] : it->items()) {
+    if (v.is_string()) {
+      out[k] = v.get<std::string>();
+    } else if (v.is_number() || v.is_boolean()) {
+      out[k] = v.dump();  // "retention.ms": 1000 as a client would mean it
+    } else {
+      return InvalidArgumentError("'{}.{}' must be a string", name, k);
+    }
+  }
+  return out;
+}
+
+Result<int64_t> QueryInt(const HttpRequest& req, const std::string& name, int64_t fallback) {
+  auto it = req.query.find(name);
+  if (it == req.query.end() || it->second.empty()) return fallback;
+  int64_t v = 0;
+  const char* end = it->second.data() + it->second.size();
+  auto [p, ec] = std::from_chars(it->second.data(), end, v);
+  if (ec != std::errc() || p != end) {
+    return InvalidArgumentError("query parameter {}: '{}' is not an integer", name, it->second);
+  }
+  return v;
+}
+
+std::string QueryString(const HttpRequest& req, const std::string& name) {
+  auto it = req.query.find(name);
+  return it == req.query.end() ? "" : it->second;
+}
+
+Json BrokerJson(const kafka::client::BrokerInfo& b) {
+  return Json{{"node_id", b.node_id}, {"host", b.host}, {"port", b.port}};
+}
+
+Json ClusterJson(const ClusterDescription& c) {
+  Json brokers = Json::array();
+  for (const auto& b : c.brokers) brokers.push_back(BrokerJson(b));
+  return Json{
+      {"cluster_id", c.cluster_id}, {"controller_id", c.controller_id}, {"brokers", brokers}};
+}
+
+void PutBytes(Json& out, const std::string& field, const std::optional<std::string>& bytes,
+              BinaryAs binary) {
+  if (!bytes.has_value()) {
+    out[field] = nullptr;
+    out[field + "_encoding"] = nullptr;
+    return;
+  }
+  ShownBytes shown = ShowBytes(*bytes, binary);
+  out[field] = shown.text;
+  out[field + "_encoding"] = shown.encoding;
+  if (shown.truncated) out[field + "_truncated"] = true;
+}
+
+Json RecordJson(const ReadRecord& r, BinaryAs binary) {
+  Json m = Json::object();
+  m["partition"] = r.partition;
+  m["offset"] = r.offset;
+  m["timestamp"] = r.timestamp_ms;
+  PutBytes(m, "key", r.key, binary);
+  PutBytes(m, "value", r.value, binary);
+  Json headers = Json::array();
+  for (const auto& h : r.headers) {
+    Json hj = Json::object();
+    hj["key"] = h.name;
+    PutBytes(hj, "value", h.value, binary);
+    headers.push_back(std::move(hj));
+  }
+  m["headers"] = std::move(headers);
+  m["size"] = (r.key ? r.key->size() : 0) + (r.value ? r.value->size() : 0);
+  return m;
+}
+
+Json TopicJson(const TopicDetail& d, const std::map<std::string, int64_t>& disk) {
+  Json parts = Json::array();
+  for (const auto& p : d.partitions) {
+    parts.push_back(Json{{"partition", p.info.partition},
+                         {"leader", p.info.leader},
+                         {"replicas", p.info.replicas},
+                         {"isr", p.info.isr},
+                         {"low", p.marks.low},
+                         {"high", p.marks.high},
+                         {"error", p.info.error.empty() ? Json(nullptr) : Json(p.info.error)}});
+  }
+  Json configs = Json::array();
+  for (const auto& c : d.configs) {
+    configs.push_back(Json{{"name", c.name},
+                           {"value", c.value ? Json(*c.value) : Json(nullptr)},
+                           {"source", c.source},
+                           {"read_only", c.read_only},
+                           {"sensitive", c.sensitive},
+                           {"default", c.is_default}});
+  }
+  auto size = disk.find(d.name);
+  return Json{{"name", d.name},
+              {"internal", d.internal},
+              {"size_bytes", size == disk.end() ? Json(nullptr) : Json(size->second)},
+              {"partitions", parts},
+              {"configs", configs}};
+}
+
+// The path after /api/v1/, split at '/', each segment percent-decoded.
+Result<std::vector<std::string>> SplitPath(std::string_view path) {
+  constexpr std::string_view kPrefix = "/api/v1/";
+  if (!path.starts_with(kPrefix)) return NotFoundError("not under /api/v1/");
+  path.remove_prefix(kPrefix.size());
+  std::vector<std::string> out;
+  while (!path.empty()) {
+    size_t slash = path.find('/');
+    std::string_view seg = path.substr(0, slash);
+    ASSIGN_OR_RETURN(std::string decoded, PercentDecode(seg));
+    out.push_back(std::move(decoded));
+    if (slash == std::string_view::npos) break;
+    path.remove_prefix(slash + 1);
+    if (path.empty()) out.emplace_back();  // a trailing '/'
+  }
+  return out;
+}
+
+int64_t ResidentBytes() {
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return -1;
+  long pages = 0, resident = 0;
+  const int n = std::fscanf(f, "%ld %ld", &pages, &resident);
+  std::fclose(f);
+  return n == 2 ? resident * sysconf(_SC_PAGESIZE) : -1;
+}
+
+// The sizes of the files under `dir` (one level: a partition's directory).
+int64_t DirBytes(const std::string& dir) {
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return 0;
+  int64_t total = 0;
+  while (dirent* e = readdir(d)) {
+    struct stat st {};
+    if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
+      total += static_cast<int64_t>(st.st_blocks) * 512;
+    }
+  }
+  closedir(d);
+  return total;
+}
+
+}  // namespace
+
+// A KafkaOps taken from the idle ones of a principal, given back when the request ends
+// (not after a failure to create).
+class ConsoleApi::OpsLease {
+ public:
+  OpsLease(ConsoleApi* api, std::string principal, std::unique_ptr<KafkaOps> ops, Status st)
+      : api_(api), principal_(std::move(principal)), ops_(std::move(ops)), status_(std::move(st)) {}
+  OpsLease(OpsLease&&) = default;
+  ~OpsLease() {
+    if (ops_ == nullptr) return;
+    std::lock_guard<std::mutex> lock(api_->mu_);
+    auto& idle = api_->idle_[principal_];
+    if (idle.size() < 4) idle.push_back(std::move(ops_));
+  }
+  const Status& status() const { return status_; }
+  KafkaOps* operator->() { return ops_.get(); }
+
+ private:
+  ConsoleApi* api_;
+  std::string principal_;
+  std::unique_ptr<KafkaOps> ops_;
+  Status status_;
+};
+
+ConsoleApi::ConsoleApi(ConsoleApiOptions options) : options_(std::move(options)) {}
+
+ConsoleApi::~ConsoleApi() { Stop(); }
+
+HttpRoute ConsoleApi::Route() {
+  return HttpRoute{.prefix = "/api/v1/",
+                   .handler = [this](const HttpRequest& r) { return Handle(r); }};
+}
+
+ConsoleApi::OpsLease ConsoleApi::Lease(const std::string& principal) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = idle_.find(principal);
+    if (it != idle_.end() && !it->second.empty()) {
+      std::unique_ptr<KafkaOps> ops = std::move(it->second.back());
+      it->second.pop_back();
+      return OpsLease(this, principal, std::move(ops), Status::OK());
+    }
+  }
+  kafka::client::Config client = options_.client_for(principal);
+  client.emplace("client.id", "sluice-console");
+  Result<std::unique_ptr<KafkaOps>> ops = KafkaOps::Create(client, options_.kafka_timeout);
+  if (!ops.ok()) return OpsLease(this, principal, nullptr, ops.status());
+  return OpsLease(this, principal, std::move(*ops), Status::OK());
+}
+
+HttpResponse ConsoleApi::Handle(const HttpRequest& req) {
+  Result<std::vector<std::string>> split = SplitPath(req.path);
+  if (!split.ok()) return BadRequest(split.status().message());
+  const std::vector<std::string>& path = *split;
+  const std::string first = path.empty() ? "" : path[0];
+  if (first == "openapi.json" && path.size() == 1) {
+    if (req.method != "GET" && req.method != "HEAD") return MethodNotAllowed(req);
+    HttpResponse r;
+    r.body = OpenApiDocument();
+    return r;
+  }
+  if (first == "cluster" && path.size() == 1) {
+    if (req.method != "GET" && req.method != "HEAD") return MethodNotAllowed(req);
+    OpsLease ops = Lease(req.principal);
+    if (!ops.status().ok()) return FromStatus(ops.status());
+    Result<ClusterDescription> c = ops->Cluster();
+    if (!c.ok()) return FromStatus(c.status());
+    return JsonResponse(200, ClusterJson(*c));
+  }
+  if (first == "overview" && path.size() == 1) {
+    if (req.method != "GET" && req.method != "HEAD") return MethodNotAllowed(req);
+    return Overview(req);
+  }
+  if (first == "topics") return Topics(req, path);
+  if (first == "groups") return Groups(req, path);
+  return ErrorResponse(404, "NOT_FOUND", fmt::format("no such API: {}", req.path));
+}
+
+std::map<std::string, int64_t> ConsoleApi::DiskUse() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (options_.data_dir.empty() ||
+        (disk_at_ != Clock::time_point{} && Clock::now() - disk_at_ < std::chrono::seconds(2))) {
+      return disk_;
+    }
+  }
+  std::map<std::string, int64_t> out;
+  if (DIR* d = opendir(options_.data_dir.c_str()); d != nullptr) {
+    while (dirent* e = readdir(d)) {
+      std::string_view name = e->d_name;
+      // <topic>-<partition>: the topic is everything before the last '-'.
+      const size_t dash = name.rfind('-');
+      if (dash == std::string_view::npos || dash == 0 || dash + 1 == name.size()) continue;
+      std::string_view number = name.substr(dash + 1);
+      if (!std::all_of(number.begin(), number.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        continue;
+      out[std::string(name.substr(0, dash))] +=
+          DirBytes(options_.data_dir + "/" + std::string(name));
+    }
+    closedir(d);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  disk_ = out;
+  disk_at_ = Clock::now();
+  return out;
+}
+
+HttpResponse ConsoleApi::Overview(const HttpRequest& req) {
+  OpsLease ops = Lease(req.principal);
+  if (!ops.status().ok()) return FromStatus(ops.status());
+  Result<std::vector<TopicSummary>> topics = ops->ListTopics(true);
+  if (!topics.ok()) return FromStatus(topics.status());
+  Result<ClusterDescription> cluster = ops->Cluster();
+  if (!cluster.ok()) return FromStatus(cluster.status());
+  int partitions = 0, user_topics = 0;
+  for (const TopicSummary& t : *topics) {
+    if (t.internal) continue;
+    ++user_topics;
+    partitions += t.partitions;
+  }
+  MetricsRegistry& m = *options_.metrics;
+  const uint64_t in = m.GetCounter("sluice_kafka_produce_bytes_total", "").value();
+  const uint64_t out = m.GetCounter("sluice_kafka_fetch_bytes_total", "").value();
+  const uint64_t records = m.GetCounter("sluice_kafka_produce_records_total", "").value();
+  Sample s;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto now = Clock::now();
+    const double dt = std::chrono::duration<double>(now - sample_.at).count();
+    if (sample_.at == Clock::time_point{}) {
+      sample_ = {now, in, out, records, 0, 0, 0};
+    } else if (dt >= 1.0) {
+      sample_.bytes_in_rate = static_cast<double>(in - sample_.bytes_in) / dt;
+      sample_.bytes_out_rate = static_cast<double>(out - sample_.bytes_out) / dt;
+      sample_.records_in_rate = static_cast<double>(records - sample_.records_in) / dt;
+      sample_.at = now;
+      sample_.bytes_in = in;
+      sample_.bytes_out = out;
+      sample_.records_in = records;
+    }
+    s = sample_;
+  }
+  int64_t disk = 0;
+  for (const auto& [topic, bytes] : DiskUse()) disk += bytes;
+  Json pipelines = nullptr;
+  if (options_.pipelines) {
+    auto [running, total] = options_.pipelines();
+    pipelines = Json{{"running", running}, {"total", total}};
+  }
+  Result<std::vector<GroupListing>> group_list = ops->GroupListings();
+  Json body{{"time_ms", NowMs()},
+            {"cluster", ClusterJson(*cluster)},
+            {"topics", user_topics},
+            {"partitions", partitions},
+            {"groups", group_list.ok() ? Json(group_list->size()) : Json(nullptr)},
+            {"scope", "this broker"},
+            {"bytes_in_per_sec", s.bytes_in_rate},
+            {"bytes_out_per_sec", s.bytes_out_rate},
+            {"messages_in_per_sec", s.records_in_rate},
+            {"bytes_in_total", in},
+            {"bytes_out_total", out},
+            {"messages_in_total", records},
+            {"disk_bytes", options_.data_dir.empty() ? Json(nullptr) : Json(disk)},
+            {"memory_rss_bytes", ResidentBytes()},
+            {"pipelines", pipelines}};
+  return JsonResponse(200, body);
+}
+
+HttpResponse ConsoleApi::Topics(const HttpRequest& req, const std::vector<std::string>& path) {
+  OpsLease ops = Lease(req.principal);
+  if (!ops.status().ok()) return FromStatus(ops.status());
+  if (path.size() == 1) {
+    if (req.method == "GET" || req.method == "HEAD") {
+      const std::string internal = QueryString(req, "internal");
+      if (!internal.empty() && internal != "true" && internal != "false")
+        return BadRequest("query parameter internal: true or false");
+      Result<std::vector<TopicSummary>> topics = ops->ListTopics(internal == "true");
+      if (!topics.ok()) return FromStatus(topics.status());
+      std::map<std::string, int64_t> disk = DiskUse();
+      Json list = Json::array();
+      std::lock_guard<std::mutex> lock(mu_);
+      const auto now = Clock::now();
+      for (const TopicSummary& t : *topics) {
+        TopicSample& ts = topic_samples_[t.name];
+        const double dt = std::chrono::duration<double>(now - ts.at).count();
+        if (ts.at == Clock::time_point{}) {
+          ts = {now, t.messages, 0};
+        } else if (dt >= 1.0) {
+          ts.rate = std::max(0.0, static_cast<double>(t.messages - ts.messages) / dt);
+          ts.at = now;
+          ts.messages = t.messages;
+        }
+        auto size = disk.find(t.name);
+        list.push_back(
+            Json{{"name", t.name},
+                 {"partitions", t.partitions},
+                 {"replication_factor", t.replication_factor},
+                 {"internal", t.internal},
+                 {"messages", t.messages},
+                 {"messages_per_sec", ts.rate},
+                 {"size_bytes", size == disk.end() ? Json(nullptr) : Json(size->second)}});
+      }
+      // Topics gone since: their samples go too.
+      for (auto it = topic_samples_.begin(); it != topic_samples_.end();) {
+        it = now - it->second.at > std::chrono::minutes(10) ? topic_samples_.erase(it)
+                                                            : std::next(it);
+      }
+      return JsonResponse(200, Json{{"topics", list}});
+    }
+    if (req.method == "POST") {
+      Result<Json> body = ParseBody(req, {"name", "partitions", "replication_factor", "configs"});
+      if (!body.ok()) return BadRequest(body.status().message());
+      auto name = body->find("name");
+      if (name == body->end() || !name->is_string() || name->get<std::string>().empty())
+        return ErrorResponse(400, "INVALID_TOPIC_EXCEPTION", "'name' must be a non-empty string");
+      Result<int64_t> partitions = IntField(*body, "partitions", -1);
+      Result<int64_t> rf = IntField(*body, "replication_factor", -1);
+      Result<std::map<std::string, std::string>> configs = StringMap(*body, "configs");
+      for (const Status& st : {partitions.status(), rf.status(), configs.status()}) {
+        if (!st.ok()) return BadRequest(st.message());
+      }
+      if (*partitions == 0 || *partitions < -1 || *partitions > 100000)
+        return ErrorResponse(400, "INVALID_PARTITIONS", "'partitions' must be from 1 to 100000");
+      if (*rf == 0 || *rf < -1 || *rf > 32767)
+        return ErrorResponse(400, "INVALID_REPLICATION_FACTOR",
+                             "'replication_factor' must be from 1 to 32767");
+      const std::string topic = name->get<std::string>();
+      Status st =
+          ops->CreateTopic(topic, static_cast<int>(*partitions), static_cast<int>(*rf), *configs);
+      if (!st.ok()) return FromStatus(st);
+      Result<TopicDetail> d = ops->DescribeTopic(topic);
+      if (!d.ok()) return JsonResponse(201, Json{{"name", topic}});
+      return JsonResponse(201, TopicJson(*d, DiskUse()));
+    }
+    return MethodNotAllowed(req);
+  }
+  const std::string& topic = path[1];
+  if (topic.empty()) return BadRequest("the topic name is empty");
+  if (path.size() == 2) {
+    if (req.method == "GET" || req.method == "HEAD") {
+      Result<TopicDetail> d = ops->DescribeTopic(topic);
+      if (!d.ok()) return FromStatus(d.status());
+      return JsonResponse(200, TopicJson(*d, DiskUse()));
+    }
+    if (req.method == "DELETE") {
+      Status st = ops->DeleteTopic(topic);
+      return st.ok() ? NoContent() : FromStatus(st);
+    }
+    return MethodNotAllowed(req);
+  }
+  const std::string& what = path[2];
+  if (what == "partitions" && path.size() == 3) {
+    if (req.method != "POST") return MethodNotAllowed(req);
+    Result<Json> body = ParseBody(req, {"count"});
+    if (!body.ok()) return BadRequest(body.status().message());
+    Result<int64_t> count = IntField(*body, "count", 0);
+    if (!count.ok()) return BadRequest(count.status().message());
+    if (*count < 1 || *count > 100000)
+      return ErrorResponse(400, "INVALID_PARTITIONS",
+                           "'count' (the new total) must be from 1 to 100000");
+    Status st = ops->AddPartitions(topic, static_cast<int>(*count));
+    if (!st.ok()) return FromStatus(st);
+    Result<TopicDetail> d = ops->DescribeTopic(topic);
+    if (!d.ok()) return FromStatus(d.status());
+    return JsonResponse(200, TopicJson(*d, DiskUse()));
+  }
+  if (what == "configs" && path.size() == 3) {
+    if (req.method == "GET" || req.method == "HEAD") {
+      Result<TopicDetail> d = ops->DescribeTopic(topic);
+      if (!d.ok()) return FromStatus(d.status());
+      return JsonResponse(200, Json{{"configs", TopicJson(*d, {})["configs"]}});
+    }
+    if (req.method != "PUT" && req.method != "POST") return MethodNotAllowed(req);
+    Result<Json> body = ParseBody(req, {"set", "delete"});
+    if (!body.ok()) return BadRequest(body.status().message());
+    Result<std::map<std::string, std::string>> set = StringMap(*body, "set");
+    if (!set.ok()) return BadRequest(set.status().message());
+    std::vector<std::string> remove;
+    if (auto it = body->find("delete"); it != body->end() && !it->is_null()) {
+      if (!it->is_array()) return BadRequest("'delete' must be an array of config names");
+      for (const auto& v : *it) {
+        if (!v.is_string()) return BadRequest("'delete' must be an array of config names");
+        remove.push_back(v.get<std::string>());
+      }
+    }
+    if (set->empty() && remove.empty())
+      return BadRequest("nothing to change: 'set' and 'delete' are empty");
+    Status st = ops->AlterConfigs(topic, *set, remove);
+    if (!st.ok()) return FromStatus(st);
+    Result<TopicDetail> d = ops->DescribeTopic(topic);
+    if (!d.ok()) return FromStatus(d.status());
+    return JsonResponse(200, Json{{"configs", TopicJson(*d, {})["configs"]}});
+  }
+  if (what == "messages" && path.size() == 3) {
+    if (req.method == "GET" || req.method == "HEAD") return Messages(req, topic);
+    if (req.method != "POST") return MethodNotAllowed(req);
+    Result<Json> body = ParseBody(req, {"partition", "key", "value", "headers"});
+    if (!body.ok()) return BadRequest(body.status().message());
+    Result<int64_t> partition = IntField(*body, "partition", -1);
+    Result<std::optional<std::string>> key = OptionalString(*body, "key");
+    Result<std::optional<std::string>> value = OptionalString(*body, "value");
+    for (const Status& st : {partition.status(), key.status(), value.status()}) {
+      if (!st.ok()) return BadRequest(st.message());
+    }
+    if (*partition < -1 || *partition > INT32_MAX)
+      return BadRequest("'partition' is not a partition");
+    std::vector<RecordHeader> headers;
+    if (auto it = body->find("headers"); it != body->end() && !it->is_null()) {
+      if (!it->is_object()) return BadRequest("'headers' must be an object of strings");
+      for (const auto& [k, v] : it->items()) {
+        if (!v.is_string() && !v.is_null())
+          return BadRequest(fmt::format("header '{}' must be a string", k));
+        headers.push_back(
+            {k, v.is_null() ? std::nullopt : std::optional<std::string>(v.get<std::string>())});
+      }
+    }
+    Result<KafkaOps::Produced> p = ops->Produce(
+        topic,
+        *partition < 0 ? std::nullopt : std::optional<int32_t>(static_cast<int32_t>(*partition)),
+        *key, *value, headers);
+    if (!p.ok()) return FromStatus(p.status());
+    return JsonResponse(201, Json{{"partition", p->partition}, {"offset", p->offset}});
+  }
+  if (what == "messages" && path.size() == 4 && path[3] == "live") {
+    if (req.method != "GET") return MethodNotAllowed(req);
+    return Live(req, topic);
+  }
+  return ErrorResponse(404, "NOT_FOUND", fmt::format("no such API: {}", req.path));
+}
+
+HttpResponse ConsoleApi::Messages(const HttpRequest& req, const std::string& topic) {
+  MessageQuery q;
+  q.topic = topic;
+  Result<int64_t> partition = QueryInt(req, "partition", -1);
+  Result<int64_t> limit = QueryInt(req, "limit", 50);
+  for (const Status& st : {partition.status(), limit.status()}) {
+    if (!st.ok()) return BadRequest(st.message());
+  }
+  if (*partition < -1 || *partition > INT32_MAX) return BadRequest("partition: not a partition");
+  if (*partition >= 0) q.partition = static_cast<int32_t>(*partition);
+  if (*limit < 1 || *limit > MessageQuery::kMaxLimit)
+    return BadRequest(fmt::format("limit: from 1 to {}", MessageQuery::kMaxLimit));
+  q.limit = static_cast<int>(*limit);
+  const bool has_offset = !QueryString(req, "offset").empty();
+  const bool has_time = !QueryString(req, "timestamp").empty();
+  const std::string start = QueryString(req, "start");
+  if (has_offset && has_time) return BadRequest("give offset or timestamp, not both");
+  if (has_offset) {
+    Result<int64_t> offset = QueryInt(req, "offset", 0);
+    if (!offset.ok()) return BadRequest(offset.status().message());
+    if (*offset < 0) return BadRequest("offset: not an offset");
+    q.start = StartAt::kOffset;
+    q.offset = *offset;
+  } else if (has_time) {
+    Result<int64_t> ts = QueryInt(req, "timestamp", 0);
+    if (!ts.ok()) return BadRequest(ts.status().message());
+    if (*ts < 0) return BadRequest("timestamp: milliseconds since 1970, not negative");
+    q.start = StartAt::kTimestamp;
+    q.timestamp_ms = *ts;
+  } else if (start == "oldest") {
+    q.start = StartAt::kOldest;
+  } else if (start.empty() || start == "newest") {
+    q.start = StartAt::kNewest;
+  } else {
+    return BadRequest("start: newest or oldest (or give offset or timestamp)");
+  }
+  const std::string order = QueryString(req, "order");
+  if (!order.empty() && order != "newest" && order != "oldest")
+    return BadRequest("order: newest or oldest");
+  const std::string binary = QueryString(req, "binary");
+  if (!binary.empty() && binary != "hex" && binary != "base64")
+    return BadRequest("binary: hex or base64");
+  const BinaryAs as = binary == "base64" ? BinaryAs::kBase64 : BinaryAs::kHex;
+  OpsLease ops = Lease(req.principal);
+  if (!ops.status().ok()) return FromStatus(ops.status());
+  Result<MessagePage> page = ops->ReadMessages(q);
+  if (!page.ok()) return FromStatus(page.status());
+  Json messages = Json::array();
+  if (order == "oldest") {
+    for (const ReadRecord& r : page->records) messages.push_back(RecordJson(r, as));
+  } else {
+    for (auto it = page->records.rbegin(); it != page->records.rend(); ++it)
+      messages.push_back(RecordJson(*it, as));
+  }
+  Json next = Json::object();
+  for (const auto& [p, o] : page->next) next[std::to_string(p)] = o;
+  return JsonResponse(200,
+                      Json{{"messages", messages}, {"next", next}, {"partial", page->partial}});
+}
+
+HttpResponse ConsoleApi::Live(const HttpRequest& req, const std::string& topic) {
+  Result<int64_t> partition = QueryInt(req, "partition", -1);
+  if (!partition.ok()) return BadRequest(partition.status().message());
+  const std::string binary = QueryString(req, "binary");
+  if (!binary.empty() && binary != "hex" && binary != "base64")
+    return BadRequest("binary: hex or base64");
+  const BinaryAs as = binary == "base64" ? BinaryAs::kBase64 : BinaryAs::kHex;
+  std::vector<int32_t> partitions;
+  kafka::client::Config client;
+  {
+    OpsLease ops = Lease(req.principal);
+    if (!ops.status().ok()) return FromStatus(ops.status());
+    Result<TopicDetail> d = ops->DescribeTopic(topic);
+    if (!d.ok()) return FromStatus(d.status());
+    for (const auto& p : d->partitions) {
+      if (*partition < 0 || p.info.partition == *partition) partitions.push_back(p.info.partition);
+    }
+    if (partitions.empty())
+      return ErrorResponse(404, "UNKNOWN_TOPIC_OR_PART",
+                           fmt::format("topic '{}' has no partition {}", topic, *partition));
+    client = ops->client();
+  }
+  if (live_streams_.fetch_add(1) >= kMaxLiveStreams) {
+    live_streams_.fetch_sub(1);
+    HttpResponse r = ErrorResponse(
+        429, "TOO_MANY_STREAMS",
+        fmt::format("at most {} live message streams at once; close one", kMaxLiveStreams));
+    r.headers.emplace_back("Retry-After", "5");
+    return r;
+  }
+  client["enable.partition.eof"] = "false";
+  client["isolation.level"] = "read_uncommitted";
+  client["fetch.wait.max.ms"] = "100";
+  auto consumer = kafka::client::Consumer::Create(client);
+  if (!consumer.ok()) {
+    live_streams_.fetch_sub(1);
+    return FromStatus(consumer.status());
+  }
+  std::vector<kafka::client::TopicPartition> assign;
+  for (int32_t p : partitions) assign.push_back({topic, p, kafka::client::kOffsetEnd});
+  if (Status st = (*consumer)->Assign(assign); !st.ok()) {
+    live_streams_.fetch_sub(1);
+    return FromStatus(st);
+  }
+  HttpResponse r;
+  r.content_type = "text/event-stream";
+  r.headers.emplace_back("Cache-Control", "no-store");
+  r.headers.emplace_back("X-Accel-Buffering", "no");
+  std::shared_ptr<kafka::client::Consumer> shared(std::move(*consumer));
+  r.stream = [this, shared, as](HttpStream& out) {
+    struct Release {
+      std::atomic<int>* n;
+      ~Release() { n->fetch_sub(1); }
+    } release{&live_streams_};
+    // At most one event per 200 ms, of at most kMaxPerEvent records (the newest; the
+    // others are counted as skipped): a page cannot draw 10K rows a second anyway.
+    constexpr size_t kMaxPerEvent = 500;
+    constexpr auto kEvery = std::chrono::milliseconds(200);
+    if (!out.Write(": following\n\n")) return;
+    std::vector<Json> pending;
+    uint64_t skipped = 0;
+    auto last_sent = Clock::now();
+    while (!stopping_.load()) {
+      Result<kafka::client::MessageBatch> batch = shared->Poll(std::chrono::milliseconds(100));
+      if (!batch.ok()) {
+        out.Write(fmt::format("event: error\ndata: {}\n\n",
+                              Json{{"message", batch.status().message()}}.dump()));
+        return;
+      }
+      for (size_t i = 0; i < batch->size(); ++i) {
+        kafka::client::Message m = (*batch)[i];
+        ReadRecord rec{m.partition, m.offset, m.timestamp_ms, std::nullopt, std::nullopt, {}};
+        if (!batch->KeyIsNull(i)) rec.key.emplace(m.key);
+        if (!batch->ValueIsNull(i)) rec.value.emplace(m.value);
+        rec.headers = batch->Headers(i);
+        pending.push_back(RecordJson(rec, as));
+        if (pending.size() > kMaxPerEvent) {
+          pending.erase(pending.begin());
+          ++skipped;
+        }
+      }
+      const auto now = Clock::now();
+      if (now - last_sent < kEvery) continue;
+      if (pending.empty() && now - last_sent < std::chrono::seconds(3)) continue;
+      bool ok;
+      if (pending.empty()) {
+        ok = out.Write(": keep-alive\n\n");  // finds a client that went
+      } else {
+        Json data{{"messages", pending}, {"skipped", skipped}};
+        ok = out.Write("event: messages\ndata: " +
+                       data.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n\n");
+        pending.clear();
+        skipped = 0;
+      }
+      if (!ok) return;
+      last_sent = now;
+    }
+  };
+  return r;
+}
+
+HttpResponse ConsoleApi::Groups(const HttpRequest& req, const std::vector<std::string>& path) {
+  OpsLease ops = Lease(req.principal);
+  if (!ops.status().ok()) return FromStatus(ops.status());
+  if (path.size() == 1) {
+    if (req.method != "GET" && req.method != "HEAD") return MethodNotAllowed(req);
+    Result<std::vector<GroupSummary>> groups = ops->ListGroups(true);
+    if (!groups.ok()) return FromStatus(groups.status());
+    Json list = Json::array();
+    for (const GroupSummary& g : *groups) {
+      list.push_back(Json{{"group_id", g.listing.group_id},
+                          {"state", g.listing.state},
+                          {"simple", g.listing.simple},
+                          {"members", g.members},
+                          {"lag", g.lag ? Json(*g.lag) : Json(nullptr)}});
+    }
+    return JsonResponse(200, Json{{"groups", list}});
+  }
+  const std::string& group = path[1];
+  if (group.empty()) return BadRequest("the group id is empty");
+  if (path.size() == 2) {
+    if (req.method == "GET" || req.method == "HEAD") {
+      Result<GroupDetail> d = ops->DescribeGroup(group);
+      if (!d.ok()) return FromStatus(d.status());
+      Json members = Json::array();
+      for (const auto& m : d->description.members) {
+        std::map<std::string, std::vector<int32_t>> by_topic;
+        for (const auto& tp : m.assignment) by_topic[tp.topic].push_back(tp.partition);
+        Json assignments = Json::array();
+        for (const auto& [t, ps] : by_topic)
+          assignments.push_back(Json{{"topic", t}, {"partitions", ps}});
+        members.push_back(
+            Json{{"member_id", m.member_id},
+                 {"group_instance_id",
+                  m.group_instance_id.empty() ? Json(nullptr) : Json(m.group_instance_id)},
+                 {"client_id", m.client_id},
+                 {"host", m.host},
+                 {"assignments", assignments}});
+      }
+      Json offsets = Json::array();
+      for (const GroupOffset& o : d->offsets) {
+        offsets.push_back(Json{{"topic", o.topic},
+                               {"partition", o.partition},
+                               {"offset", o.offset < 0 ? Json(nullptr) : Json(o.offset)},
+                               {"high", o.high < 0 ? Json(nullptr) : Json(o.high)},
+                               {"lag", o.lag < 0 ? Json(nullptr) : Json(o.lag)}});
+      }
+      const auto& c = d->description.coordinator;
+      return JsonResponse(200, Json{{"group_id", d->description.group_id},
+                                    {"state", d->description.state},
+                                    {"protocol", d->description.assignor},
+                                    {"simple", d->description.simple},
+                                    {"coordinator", BrokerJson(c)},
+                                    {"members", members},
+                                    {"offsets", offsets}});
+    }
+    if (req.method == "DELETE") {
+      Status st = ops->DeleteGroup(group);
+      return st.ok() ? NoContent() : FromStatus(st);
+    }
+    return MethodNotAllowed(req);
+  }
+  if (path.size() == 3 && path[2] == "reset-offsets") {
+    if (req.method != "POST") return MethodNotAllowed(req);
+    Result<Json> body =
+        ParseBody(req, {"topic", "partitions", "to", "offset", "timestamp", "dry_run"});
+    if (!body.ok()) return BadRequest(body.status().message());
+    ResetSpec spec;
+    auto topic = body->find("topic");
+    if (topic == body->end() || !topic->is_string() || topic->get<std::string>().empty())
+      return BadRequest("'topic' must be a non-empty string");
+    spec.topic = topic->get<std::string>();
+    if (auto it = body->find("partitions"); it != body->end() && !it->is_null()) {
+      if (!it->is_array()) return BadRequest("'partitions' must be an array of partition numbers");
+      for (const auto& p : *it) {
+        if (!p.is_number_integer() || p.get<int64_t>() < 0 || p.get<int64_t>() > INT32_MAX)
+          return BadRequest("'partitions' must be an array of partition numbers");
+        spec.partitions.push_back(p.get<int32_t>());
+      }
+    }
+    auto to = body->find("to");
+    if (to == body->end() || !to->is_string())
+      return BadRequest("'to' must be earliest, latest, offset or timestamp");
+    Result<ResetTo> parsed = ParseResetTo(to->get<std::string>());
+    if (!parsed.ok()) return BadRequest("'to': " + parsed.status().message());
+    spec.to = *parsed;
+    if (spec.to == ResetTo::kOffset || spec.to == ResetTo::kTimestamp) {
+      const char* field = spec.to == ResetTo::kOffset ? "offset" : "timestamp";
+      Result<int64_t> v = IntField(*body, field, -1);
+      if (!v.ok()) return BadRequest(v.status().message());
+      if (*v < 0) return BadRequest(fmt::format("'to': {} needs '{}' (at least 0)", field, field));
+      spec.value = *v;
+    }
+    auto dry = body->find("dry_run");
+    if (dry != body->end() && !dry->is_boolean())
+      return BadRequest("'dry_run' must be true or false");
+    spec.execute = dry == body->end() || !dry->get<bool>();
+    Result<std::vector<ResetRow>> rows = ops->ResetOffsets(group, spec);
+    if (!rows.ok()) return FromStatus(rows.status());
+    Json list = Json::array();
+    for (const ResetRow& r : *rows) {
+      list.push_back(Json{{"topic", r.topic},
+                          {"partition", r.partition},
+                          {"previous", r.previous < 0 ? Json(nullptr) : Json(r.previous)},
+                          {"offset", r.offset}});
+    }
+    return JsonResponse(200, Json{{"executed", spec.execute}, {"offsets", list}});
+  }
+  return ErrorResponse(404, "NOT_FOUND", fmt::format("no such API: {}", req.path));
+}
+
+}  // namespace sluice::console

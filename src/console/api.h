@@ -1,0 +1,90 @@
+// ConsoleApi: the console's JSON API under /api/v1 (docs/design/0026-console.md): the
+// cluster, topics, messages and consumer groups through KafkaOps as the HTTP user's
+// principal, and what only this process knows (disk use, rates, memory, pipelines).
+//
+// Threads: Handle on the HTTP server's threads, several at once. Live message streams hold
+// their thread while the client stays, at most kMaxLiveStreams at once; Stop() ends them.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "base/http_server.h"
+#include "base/metrics.h"
+#include "console/kafka_ops.h"
+
+namespace sluice::console {
+
+struct ConsoleApiOptions {
+  // librdkafka properties for a client of this process's broker acting as `principal`
+  // (HttpRequest::principal: "User:alice", or "" when the port has no login).
+  std::function<kafka::client::Config(const std::string& principal)> client_for;
+  // The broker's data directory, for disk use ("": not shown).
+  std::string data_dir;
+  MetricsRegistry* metrics = nullptr;  // required; outlives the API
+  // Pipelines running and in all (phase B: the pipelines' own API); null: none.
+  std::function<std::pair<int, int>()> pipelines;
+  std::chrono::milliseconds kafka_timeout{10000};
+};
+
+class ConsoleApi {
+ public:
+  // Live message streams at once (each holds one of the HTTP server's 8 threads).
+  static constexpr int kMaxLiveStreams = 4;
+
+  explicit ConsoleApi(ConsoleApiOptions options);
+  ~ConsoleApi();
+  ConsoleApi(const ConsoleApi&) = delete;
+  ConsoleApi& operator=(const ConsoleApi&) = delete;
+
+  // The route to add to the HTTP server: prefix /api/v1/, behind its login.
+  HttpRoute Route();
+  HttpResponse Handle(const HttpRequest& req);
+  // Ends the live streams (before the HTTP server stops, which waits for them).
+  void Stop() { stopping_.store(true); }
+
+ private:
+  class OpsLease;
+  OpsLease Lease(const std::string& principal);
+
+  HttpResponse Overview(const HttpRequest& req);
+  HttpResponse Topics(const HttpRequest& req, const std::vector<std::string>& path);
+  HttpResponse Messages(const HttpRequest& req, const std::string& topic);
+  HttpResponse Live(const HttpRequest& req, const std::string& topic);
+  HttpResponse Groups(const HttpRequest& req, const std::vector<std::string>& path);
+
+  // Bytes on disk per topic under data_dir (cached for 2 s).
+  std::map<std::string, int64_t> DiskUse();
+
+  ConsoleApiOptions options_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<int> live_streams_{0};
+
+  std::mutex mu_;
+  // Idle KafkaOps per principal (each is used by one request at a time).
+  std::map<std::string, std::vector<std::unique_ptr<KafkaOps>>> idle_;  // guarded by mu_
+  struct Sample {
+    std::chrono::steady_clock::time_point at{};
+    uint64_t bytes_in = 0, bytes_out = 0, records_in = 0;
+    double bytes_in_rate = 0, bytes_out_rate = 0, records_in_rate = 0;
+  };
+  Sample sample_;  // guarded by mu_
+  // Per topic: the messages count seen last and when, and the rate computed then.
+  struct TopicSample {
+    std::chrono::steady_clock::time_point at{};
+    int64_t messages = 0;
+    double rate = 0;
+  };
+  std::map<std::string, TopicSample> topic_samples_;  // guarded by mu_
+  std::chrono::steady_clock::time_point disk_at_{};   // guarded by mu_
+  std::map<std::string, int64_t> disk_;               // guarded by mu_
+};
+
+}  // namespace sluice::console

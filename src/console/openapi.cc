@@ -1,0 +1,267 @@
+#include "console/openapi.h"
+
+#include <nlohmann/json.hpp>
+
+namespace sluice::console {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json Param(const char* name, const char* in, const char* type, const char* description,
+           bool required = false) {
+  return Json{{"name", name},
+              {"in", in},
+              {"required", required || std::string_view(in) == "path"},
+              {"description", description},
+              {"schema", {{"type", type}}}};
+}
+
+Json Ref(const char* schema) {
+  return Json{{"$ref", std::string("#/components/schemas/") + schema}};
+}
+
+Json JsonContent(const Json& schema) { return Json{{"application/json", {{"schema", schema}}}}; }
+
+Json Answer(const char* description, const Json& schema) {
+  return Json{{"description", description}, {"content", JsonContent(schema)}};
+}
+
+// The errors every operation may answer, beside its own.
+Json Responses(Json own) {
+  own["400"] = Answer("bad input: a field, a parameter, or what the broker refused", Ref("Error"));
+  own["401"] = Json{{"description", "a login is needed (http.auth)"}};
+  own["403"] = Answer("refused: the browser guard, or Kafka's ACLs", Ref("Error"));
+  own["504"] = Answer("the broker did not answer in time", Ref("Error"));
+  return own;
+}
+
+Json Operation(const char* summary, Json parameters, Json responses, Json body = nullptr) {
+  Json op{{"summary", summary},
+          {"parameters", std::move(parameters)},
+          {"responses", Responses(std::move(responses))}};
+  if (!body.is_null()) {
+    op["requestBody"] = Json{{"required", true}, {"content", JsonContent(body)}};
+  }
+  return op;
+}
+
+Json Object(Json properties, std::vector<std::string> required = {}) {
+  Json o{{"type", "object"}, {"properties", std::move(properties)}};
+  if (!required.empty()) o["required"] = required;
+  return o;
+}
+
+Json Type(const char* t) { return Json{{"type", t}}; }
+Json ArrayOf(Json items) { return Json{{"type", "array"}, {"items", std::move(items)}}; }
+Json Nullable(const char* t) { return Json{{"type", t}, {"nullable", true}}; }
+
+Json Build() {
+  const Json topic = Param("topic", "path", "string", "the topic's name, percent-encoded");
+  const Json group = Param("group", "path", "string", "the group id, percent-encoded");
+  Json schemas;
+  schemas["Error"] = Object(
+      {{"error",
+        Object({{"code", Type("string")}, {"message", Type("string")}}, {"code", "message"})}},
+      {"error"});
+  schemas["Broker"] =
+      Object({{"node_id", Type("integer")}, {"host", Type("string")}, {"port", Type("integer")}});
+  schemas["Cluster"] = Object({{"cluster_id", Type("string")},
+                               {"controller_id", Type("integer")},
+                               {"brokers", ArrayOf(Ref("Broker"))}});
+  schemas["Overview"] =
+      Object({{"time_ms", Type("integer")},
+              {"cluster", Ref("Cluster")},
+              {"topics", Type("integer")},
+              {"partitions", Type("integer")},
+              {"groups", Nullable("integer")},
+              {"scope", Type("string")},
+              {"bytes_in_per_sec", Type("number")},
+              {"bytes_out_per_sec", Type("number")},
+              {"messages_in_per_sec", Type("number")},
+              {"bytes_in_total", Type("integer")},
+              {"bytes_out_total", Type("integer")},
+              {"messages_in_total", Type("integer")},
+              {"disk_bytes", Nullable("integer")},
+              {"memory_rss_bytes", Type("integer")},
+              {"pipelines", Object({{"running", Type("integer")}, {"total", Type("integer")}})}});
+  schemas["TopicSummary"] = Object({{"name", Type("string")},
+                                    {"partitions", Type("integer")},
+                                    {"replication_factor", Type("integer")},
+                                    {"internal", Type("boolean")},
+                                    {"messages", Type("integer")},
+                                    {"messages_per_sec", Type("number")},
+                                    {"size_bytes", Nullable("integer")}});
+  schemas["Partition"] = Object({{"partition", Type("integer")},
+                                 {"leader", Type("integer")},
+                                 {"replicas", ArrayOf(Type("integer"))},
+                                 {"isr", ArrayOf(Type("integer"))},
+                                 {"low", Type("integer")},
+                                 {"high", Type("integer")},
+                                 {"error", Nullable("string")}});
+  schemas["Config"] = Object({{"name", Type("string")},
+                              {"value", Nullable("string")},
+                              {"source", Type("string")},
+                              {"read_only", Type("boolean")},
+                              {"sensitive", Type("boolean")},
+                              {"default", Type("boolean")}});
+  schemas["Topic"] = Object({{"name", Type("string")},
+                             {"internal", Type("boolean")},
+                             {"size_bytes", Nullable("integer")},
+                             {"partitions", ArrayOf(Ref("Partition"))},
+                             {"configs", ArrayOf(Ref("Config"))}});
+  schemas["NewTopic"] =
+      Object({{"name", Type("string")},
+              {"partitions", Type("integer")},
+              {"replication_factor", Type("integer")},
+              {"configs", Json{{"type", "object"}, {"additionalProperties", Type("string")}}}},
+             {"name"});
+  schemas["Bytes"] = Json{{"type", "string"},
+                          {"nullable", true},
+                          {"description", "as its *_encoding says: json, text, hex or base64"}};
+  schemas["Message"] =
+      Object({{"partition", Type("integer")},
+              {"offset", Type("integer")},
+              {"timestamp", Type("integer")},
+              {"key", Ref("Bytes")},
+              {"key_encoding", Nullable("string")},
+              {"value", Ref("Bytes")},
+              {"value_encoding", Nullable("string")},
+              {"headers", ArrayOf(Object({{"key", Type("string")},
+                                          {"value", Ref("Bytes")},
+                                          {"value_encoding", Nullable("string")}}))},
+              {"size", Type("integer")}});
+  schemas["NewMessage"] =
+      Object({{"partition", Type("integer")},
+              {"key", Nullable("string")},
+              {"value", Nullable("string")},
+              {"headers", Json{{"type", "object"}, {"additionalProperties", Nullable("string")}}}});
+  schemas["GroupSummary"] = Object({{"group_id", Type("string")},
+                                    {"state", Type("string")},
+                                    {"simple", Type("boolean")},
+                                    {"members", Type("integer")},
+                                    {"lag", Nullable("integer")}});
+  schemas["Group"] =
+      Object({{"group_id", Type("string")},
+              {"state", Type("string")},
+              {"protocol", Type("string")},
+              {"simple", Type("boolean")},
+              {"coordinator", Ref("Broker")},
+              {"members",
+               ArrayOf(Object({{"member_id", Type("string")},
+                               {"group_instance_id", Nullable("string")},
+                               {"client_id", Type("string")},
+                               {"host", Type("string")},
+                               {"assignments",
+                                ArrayOf(Object({{"topic", Type("string")},
+                                                {"partitions", ArrayOf(Type("integer"))}}))}}))},
+              {"offsets", ArrayOf(Object({{"topic", Type("string")},
+                                          {"partition", Type("integer")},
+                                          {"offset", Nullable("integer")},
+                                          {"high", Nullable("integer")},
+                                          {"lag", Nullable("integer")}}))}});
+  schemas["ResetOffsets"] = Object(
+      {{"topic", Type("string")},
+       {"partitions", ArrayOf(Type("integer"))},
+       {"to", Json{{"type", "string"}, {"enum", {"earliest", "latest", "offset", "timestamp"}}}},
+       {"offset", Type("integer")},
+       {"timestamp", Type("integer")},
+       {"dry_run", Type("boolean")}},
+      {"topic", "to"});
+
+  Json paths;
+  paths["/api/v1/openapi.json"]["get"] =
+      Operation("this document", Json::array(), {{"200", {{"description", "OpenAPI 3.0"}}}});
+  paths["/api/v1/cluster"]["get"] =
+      Operation("the cluster: its id, controller and brokers", Json::array(),
+                {{"200", Answer("the cluster", Ref("Cluster"))}});
+  paths["/api/v1/overview"]["get"] = Operation(
+      "counts, this broker's rates over the last seconds, disk and memory (poll every 2 s)",
+      Json::array(), {{"200", Answer("the overview", Ref("Overview"))}});
+  paths["/api/v1/topics"]["get"] = Operation(
+      "every topic", Json::array({Param("internal", "query", "boolean", "list __ topics too")}),
+      {{"200", Answer("the topics", Object({{"topics", ArrayOf(Ref("TopicSummary"))}}))}});
+  paths["/api/v1/topics"]["post"] =
+      Operation("create a topic", Json::array(),
+                {{"201", Answer("created", Ref("Topic"))},
+                 {"409", Answer("TOPIC_ALREADY_EXISTS", Ref("Error"))}},
+                Ref("NewTopic"));
+  paths["/api/v1/topics/{topic}"]["get"] =
+      Operation("a topic: partitions, watermarks, configs", Json::array({topic}),
+                {{"200", Answer("the topic", Ref("Topic"))},
+                 {"404", Answer("UNKNOWN_TOPIC_OR_PART", Ref("Error"))}});
+  paths["/api/v1/topics/{topic}"]["delete"] =
+      Operation("delete a topic", Json::array({topic}), {{"204", {{"description", "deleted"}}}});
+  paths["/api/v1/topics/{topic}/partitions"]["post"] = Operation(
+      "add partitions", Json::array({topic}), {{"200", Answer("the topic", Ref("Topic"))}},
+      Object({{"count", Type("integer")}}, {"count"}));
+  paths["/api/v1/topics/{topic}/configs"]["put"] =
+      Operation("set and remove topic configs (the others are kept)", Json::array({topic}),
+                {{"200", Answer("the configs", Object({{"configs", ArrayOf(Ref("Config"))}}))}},
+                Object({{"set", Json{{"type", "object"}, {"additionalProperties", Type("string")}}},
+                        {"delete", ArrayOf(Type("string"))}}));
+  paths["/api/v1/topics/{topic}/messages"]["get"] = Operation(
+      "a page of messages: from the newest (default), the oldest, an offset or a time; at "
+      "most `limit` from each partition read, the page ordered by time",
+      Json::array({topic, Param("partition", "query", "integer", "one partition (default: all)"),
+                   Param("start", "query", "string", "newest or oldest"),
+                   Param("offset", "query", "integer", "start at this offset"),
+                   Param("timestamp", "query", "integer", "start at this time (ms since 1970)"),
+                   Param("limit", "query", "integer", "1 to 1000, default 50"),
+                   Param("order", "query", "string", "newest (default) or oldest first"),
+                   Param("binary", "query", "string", "hex (default) or base64")}),
+      {{"200", Answer("the page", Object({{"messages", ArrayOf(Ref("Message"))},
+                                          {"next", Json{{"type", "object"},
+                                                        {"additionalProperties", Type("integer")}}},
+                                          {"partial", Type("boolean")}}))}});
+  paths["/api/v1/topics/{topic}/messages"]["post"] = Operation(
+      "produce one message (acks=all)", Json::array({topic}),
+      {{"201", Answer("where it went",
+                      Object({{"partition", Type("integer")}, {"offset", Type("integer")}}))}},
+      Ref("NewMessage"));
+  paths["/api/v1/topics/{topic}/messages/live"]["get"] = Operation(
+      "server-sent events: `event: messages` with {messages, skipped} at most every 200 ms, "
+      "from the end on",
+      Json::array({topic, Param("partition", "query", "integer", "one partition (default: all)"),
+                   Param("binary", "query", "string", "hex (default) or base64")}),
+      {{"200", {{"description", "text/event-stream"}}},
+       {"429", Answer("too many live streams at once", Ref("Error"))}});
+  paths["/api/v1/groups"]["get"] = Operation(
+      "every consumer group", Json::array(),
+      {{"200", Answer("the groups", Object({{"groups", ArrayOf(Ref("GroupSummary"))}}))}});
+  paths["/api/v1/groups/{group}"]["get"] =
+      Operation("a group: members, assignments, offsets and lag", Json::array({group}),
+                {{"200", Answer("the group", Ref("Group"))},
+                 {"404", Answer("GROUP_ID_NOT_FOUND", Ref("Error"))}});
+  paths["/api/v1/groups/{group}"]["delete"] = Operation(
+      "delete a group with no members", Json::array({group}),
+      {{"204", {{"description", "deleted"}}}, {"409", Answer("NON_EMPTY_GROUP", Ref("Error"))}});
+  paths["/api/v1/groups/{group}/reset-offsets"]["post"] = Operation(
+      "reset a group's offsets of a topic (dry_run: only say what would change)",
+      Json::array({group}),
+      {{"200", Answer("the offsets",
+                      Object({{"executed", Type("boolean")},
+                              {"offsets", ArrayOf(Object({{"topic", Type("string")},
+                                                          {"partition", Type("integer")},
+                                                          {"previous", Nullable("integer")},
+                                                          {"offset", Type("integer")}}))}}))},
+       {"409", Answer("NON_EMPTY_GROUP: the group has members", Ref("Error"))}},
+      Ref("ResetOffsets"));
+  return Json{{"openapi", "3.0.3"},
+              {"info",
+               {{"title", "sluice console API"},
+                {"version", "1"},
+                {"description",
+                 "What the console page uses (docs/design/0026-console.md). Changes need "
+                 "`X-Sluice-Request: 1` or a JSON Content-Type (browser safety, 0021)."}}},
+              {"paths", paths},
+              {"components", {{"schemas", schemas}}}};
+}
+
+}  // namespace
+
+const std::string& OpenApiDocument() {
+  static const std::string doc = Build().dump(2);
+  return doc;
+}
+
+}  // namespace sluice::console

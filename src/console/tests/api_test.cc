@@ -1,0 +1,134 @@
+// ConsoleApi's answers to bad input, before any broker is asked: the broker address given
+// is one nobody listens on, so a request that got past the checks would fail with a
+// Kafka error instead (and does, in the last test). Requests against a real broker are in
+// tests/integration/console_api_test.py.
+#include "console/api.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "console/openapi.h"
+
+namespace sluice::console {
+namespace {
+
+class ApiTest : public ::testing::Test {
+ protected:
+  ApiTest()
+      : api_(ConsoleApiOptions{.client_for =
+                                   [](const std::string&) {
+                                     return kafka::client::Config{
+                                         {"bootstrap.servers", "127.0.0.1:1"},
+                                         {"socket.connection.setup.timeout.ms", "1000"}};
+                                   },
+                               .metrics = &registry_,
+                               .kafka_timeout = std::chrono::milliseconds(700)}) {}
+
+  HttpResponse Ask(std::string method, std::string path, std::string body = "",
+                   std::map<std::string, std::string> query = {}) {
+    HttpRequest r;
+    r.method = std::move(method);
+    r.path = std::move(path);
+    r.body = std::move(body);
+    r.query = std::move(query);
+    return api_.Handle(r);
+  }
+
+  // The error code of a JSON error answer.
+  static std::string Code(const HttpResponse& r) {
+    auto j = nlohmann::json::parse(r.body, nullptr, false);
+    if (j.is_discarded() || !j.contains("error")) return "(not an error: " + r.body + ")";
+    return j["error"]["code"].get<std::string>();
+  }
+
+  MetricsRegistry registry_;
+  ConsoleApi api_;
+};
+
+TEST_F(ApiTest, OpenApiIsJsonNamingEveryPath) {
+  HttpResponse r = Ask("GET", "/api/v1/openapi.json");
+  EXPECT_EQ(r.status, 200);
+  auto doc = nlohmann::json::parse(r.body, nullptr, false);
+  ASSERT_FALSE(doc.is_discarded());
+  EXPECT_EQ(doc["openapi"], "3.0.3");
+  for (const char* p :
+       {"/api/v1/cluster", "/api/v1/overview", "/api/v1/topics", "/api/v1/topics/{topic}",
+        "/api/v1/topics/{topic}/messages", "/api/v1/topics/{topic}/messages/live", "/api/v1/groups",
+        "/api/v1/groups/{group}/reset-offsets"}) {
+    EXPECT_TRUE(doc["paths"].contains(p)) << p;
+  }
+  EXPECT_EQ(Ask("POST", "/api/v1/openapi.json").status, 405);
+}
+
+TEST_F(ApiTest, UnknownPathsAndMethods) {
+  EXPECT_EQ(Ask("GET", "/api/v1/nope").status, 404);
+  EXPECT_EQ(Code(Ask("GET", "/api/v1/nope")), "NOT_FOUND");
+  EXPECT_EQ(Ask("GET", "/api/v1/topics/t/nope").status, 404);
+  EXPECT_EQ(Ask("PUT", "/api/v1/topics").status, 405);
+  EXPECT_EQ(Ask("POST", "/api/v1/cluster").status, 405);
+  EXPECT_EQ(Ask("GET", "/api/v1/topics/%zz").status, 400);  // a bad escape
+  EXPECT_EQ(Ask("GET", "/api/v1/topics/%2").status, 400);   // a cut one
+  EXPECT_EQ(Ask("GET", "/api/v1/topics/").status, 400);     // no name
+  EXPECT_EQ(Ask("DELETE", "/api/v1/groups/").status, 400);
+}
+
+TEST_F(ApiTest, CreateTopicBodies) {
+  for (const char* body :
+       {"", "not json", "[1]", "{\"name\": 5}", "{\"name\": \"\"}",
+        "{\"name\": \"t\", \"partitions\": \"3\"}", "{\"name\": \"t\", \"partitions\": 0}",
+        "{\"name\": \"t\", \"partitions\": -5}", "{\"name\": \"t\", \"partitions\": 1.5}",
+        "{\"name\": \"t\", \"replication_factor\": 0}", "{\"name\": \"t\", \"configs\": [1]}",
+        "{\"name\": \"t\", \"configs\": {\"a\": {\"b\": 1}}}", "{\"name\": \"t\", \"extra\": 1}",
+        "{\"name\": \"t\""}) {
+    HttpResponse r = Ask("POST", "/api/v1/topics", body);
+    EXPECT_EQ(r.status, 400) << body << " -> " << r.body;
+  }
+  EXPECT_EQ(Code(Ask("POST", "/api/v1/topics", "{\"name\": \"t\", \"partitions\": 0}")),
+            "INVALID_PARTITIONS");
+  EXPECT_EQ(Code(Ask("POST", "/api/v1/topics", "{\"name\": \"t\", \"extra\": 1}")),
+            "INVALID_REQUEST");
+}
+
+TEST_F(ApiTest, OtherBodiesAndParameters) {
+  EXPECT_EQ(Ask("POST", "/api/v1/topics/t/partitions", "{}").status, 400);
+  EXPECT_EQ(Ask("POST", "/api/v1/topics/t/partitions", "{\"count\": 0}").status, 400);
+  EXPECT_EQ(Ask("PUT", "/api/v1/topics/t/configs", "{}").status, 400);
+  EXPECT_EQ(Ask("PUT", "/api/v1/topics/t/configs", "{\"delete\": \"a\"}").status, 400);
+  EXPECT_EQ(Ask("PUT", "/api/v1/topics/t/configs", "{\"delete\": [1]}").status, 400);
+  EXPECT_EQ(Ask("POST", "/api/v1/topics/t/messages", "{\"value\": 5}").status, 400);
+  EXPECT_EQ(Ask("POST", "/api/v1/topics/t/messages", "{\"headers\": [\"a\"]}").status, 400);
+  EXPECT_EQ(Ask("POST", "/api/v1/topics/t/messages", "{\"partition\": -2}").status, 400);
+  for (const auto& q :
+       std::vector<std::map<std::string, std::string>>{{{"limit", "0"}},
+                                                       {{"limit", "1001"}},
+                                                       {{"limit", "ten"}},
+                                                       {{"partition", "-2"}},
+                                                       {{"offset", "-1"}},
+                                                       {{"offset", "1"}, {"timestamp", "1"}},
+                                                       {{"start", "middle"}},
+                                                       {{"order", "up"}},
+                                                       {{"binary", "oct"}},
+                                                       {{"timestamp", "x"}}}) {
+    HttpResponse r = Ask("GET", "/api/v1/topics/t/messages", "", q);
+    EXPECT_EQ(r.status, 400) << q.begin()->first << "=" << q.begin()->second << " -> " << r.body;
+  }
+  for (const char* body : {"{}", "{\"topic\": \"t\"}", "{\"topic\": \"t\", \"to\": \"middle\"}",
+                           "{\"topic\": \"t\", \"to\": \"offset\"}",
+                           "{\"topic\": \"t\", \"to\": \"timestamp\", \"timestamp\": -1}",
+                           "{\"topic\": \"t\", \"to\": \"latest\", \"partitions\": [-1]}",
+                           "{\"topic\": \"t\", \"to\": \"latest\", \"dry_run\": \"yes\"}",
+                           "{\"topic\": \"t\", \"to\": \"latest\", \"force\": true}"}) {
+    HttpResponse r = Ask("POST", "/api/v1/groups/g/reset-offsets", body);
+    EXPECT_EQ(r.status, 400) << body << " -> " << r.body;
+  }
+}
+
+TEST_F(ApiTest, AnUnreachableBrokerIsAGatewayError) {
+  HttpResponse r = Ask("GET", "/api/v1/topics/t");
+  EXPECT_GE(r.status, 500) << r.body;
+  EXPECT_NE(Code(r).find("not an error"), 0u) << r.body;
+}
+
+}  // namespace
+}  // namespace sluice::console
