@@ -29,6 +29,7 @@
 #include "broker/server.h"
 #include "broker/service.h"
 #include "cli/acl_cmd.h"
+#include "cli/kafka_cmd.h"
 #include "cli/pipeline_cmd.h"
 #include "cli/quota_cmd.h"
 #include "cli/sql_cmd.h"
@@ -744,6 +745,124 @@ int main(int argc, char** argv) {
   auto* acl_list =
       add_acl("list", "the ACLs (of the resource and principal given, else all)", true);
 
+  // `sluice topic|group|cluster`: any Kafka cluster over the admin API, rpk's conventions.
+  sluice::cli::KafkaCmdFlags kafka_flags;
+  auto kafka_common = [&](CLI::App* c) {
+    c->add_option("--brokers", kafka_flags.brokers,
+                  "HOST:PORT[,...] (default: $SLUICE_BROKERS, else 127.0.0.1:9092)");
+    c->add_option("-X", kafka_flags.props,
+                  "a librdkafka property KEY=VALUE (repeatable): security.protocol, sasl.*, "
+                  "ssl.ca.location, ...");
+    c->add_flag("--json", kafka_flags.json, "one JSON document instead of a table");
+    c->add_option("--timeout-ms", kafka_flags.timeout_ms, "what a request may take")
+        ->check(CLI::Range(int64_t{100}, int64_t{3'600'000}))
+        ->capture_default_str();
+    return c;
+  };
+  auto* topic_cmd = app.add_subcommand(
+      "topic",
+      "topics of any Kafka cluster: list, create, delete, describe, alter-config, "
+      "add-partitions, produce, consume");
+  topic_cmd->require_subcommand(0, 1);
+  auto* topic_list = kafka_common(topic_cmd->add_subcommand("list", "every topic"));
+  topic_list->alias("ls");
+  topic_list->add_flag("-i,--internal", kafka_flags.internal, "the __ topics too");
+  auto* topic_create = kafka_common(topic_cmd->add_subcommand("create", "create topics"));
+  topic_create->add_option("topics", kafka_flags.topics, "names")->required();
+  topic_create->add_option("-p,--partitions", kafka_flags.partitions,
+                           "partitions (default: the broker's)");
+  topic_create->add_option("-r,--replicas", kafka_flags.replicas,
+                           "replication factor (default: the broker's)");
+  topic_create->add_option("-c,--topic-config", kafka_flags.configs, "KEY=VALUE (repeatable)");
+  auto* topic_delete = kafka_common(topic_cmd->add_subcommand("delete", "delete topics"));
+  topic_delete->add_option("topics", kafka_flags.topics, "names")->required();
+  auto* topic_describe = kafka_common(
+      topic_cmd->add_subcommand("describe", "a topic's summary, configs and partitions"));
+  topic_describe->add_option("topics", kafka_flags.topics, "names")->required();
+  auto* topic_alter = kafka_common(
+      topic_cmd->add_subcommand("alter-config", "set or remove topic configs (others kept)"));
+  topic_alter->add_option("topics", kafka_flags.topics, "names")->required();
+  topic_alter->add_option("-s,--set", kafka_flags.configs, "KEY=VALUE (repeatable)");
+  topic_alter->add_option("-d,--delete", kafka_flags.remove,
+                          "KEY: back to the default (repeatable)");
+  auto* topic_add_partitions =
+      kafka_common(topic_cmd->add_subcommand("add-partitions", "raise a topic's partition count"));
+  topic_add_partitions->add_option("topics", kafka_flags.topics, "names")->required();
+  topic_add_partitions
+      ->add_option("-n,--num", kafka_flags.add_partitions_total, "the new partition count")
+      ->required();
+  auto* topic_produce = kafka_common(topic_cmd->add_subcommand(
+      "produce", "each line of stdin as a record (acks=all); where each went on stdout"));
+  topic_produce->add_option("topics", kafka_flags.topics, "the topic")->required();
+  topic_produce->add_option("-k,--key", kafka_flags.key, "every record's key");
+  topic_produce->add_option("-K,--key-separator", kafka_flags.key_separator,
+                            "each line is KEY<SEP>VALUE");
+  topic_produce->add_option("-H,--header", kafka_flags.headers, "a header KEY=VALUE (repeatable)");
+  topic_produce->add_option("-p,--partition", kafka_flags.partition,
+                            "the partition (default: by key, or spread)");
+  auto* topic_consume = kafka_common(topic_cmd->add_subcommand(
+      "consume", "print records (one JSON line each, or -f); follows until stopped"));
+  topic_consume->add_option("topics", kafka_flags.topics, "the topic(s)")->required();
+  topic_consume
+      ->add_option("-o,--offset", kafka_flags.offset,
+                   "start, end, N, -N (N before the end) or @TIME")
+      ->capture_default_str();
+  topic_consume->add_option("--from-time", kafka_flags.from_time,
+                            "start at this time (RFC 3339, YYYY-MM-DD, or ms since 1970)");
+  topic_consume->add_option("-n,--num", kafka_flags.count, "stop after this many records");
+  topic_consume->add_flag("-e,--exit-at-end", kafka_flags.exit_at_end,
+                          "stop at the end of each partition (as it was when reading began)");
+  topic_consume->add_option("-p,--partition", kafka_flags.partition, "one partition only");
+  topic_consume->add_option("-g,--group", kafka_flags.group,
+                            "read as a member of this group (committing as it goes)");
+  topic_consume->add_option(
+      "-f,--format", kafka_flags.format,
+      "%t topic, %p partition, %o offset, %d timestamp, %k key, %v value, %h headers, \\n");
+  auto* group_cmd = app.add_subcommand(
+      "group", "consumer groups of any Kafka cluster: list, describe, reset-offsets, delete");
+  group_cmd->require_subcommand(0, 1);
+  auto* group_list = kafka_common(group_cmd->add_subcommand("list", "every group"));
+  group_list->alias("ls");
+  auto* group_describe =
+      kafka_common(group_cmd->add_subcommand("describe", "a group's members, offsets and lag"));
+  group_describe->add_option("groups", kafka_flags.topics, "group ids")->required();
+  auto* group_reset = kafka_common(group_cmd->add_subcommand(
+      "reset-offsets",
+      "move a group's committed offsets (a preview without --execute); the "
+      "group must have no members"));
+  group_reset->add_option("group", kafka_flags.topics, "the group id")->required();
+  group_reset->add_option("--topic", kafka_flags.reset_topics, "TOPIC or TOPIC:P,P (repeatable)")
+      ->required();
+  auto* to_earliest = group_reset->add_flag_callback(
+      "--to-earliest", [&] { kafka_flags.reset_to = "earliest"; }, "the log start");
+  auto* to_latest = group_reset->add_flag_callback(
+      "--to-latest", [&] { kafka_flags.reset_to = "latest"; }, "the log end");
+  auto* to_offset = group_reset->add_option_function<int64_t>(
+      "--to-offset",
+      [&](const int64_t& v) {
+        kafka_flags.reset_to = "offset";
+        kafka_flags.reset_offset = v;
+      },
+      "this offset (clamped to the log)");
+  auto* to_datetime = group_reset->add_option_function<std::string>(
+      "--to-datetime",
+      [&](const std::string& v) {
+        kafka_flags.reset_to = "datetime";
+        kafka_flags.reset_datetime = v;
+      },
+      "the first record at or after this time (RFC 3339, YYYY-MM-DD or ms)");
+  to_earliest->excludes(to_latest)->excludes(to_offset)->excludes(to_datetime);
+  to_latest->excludes(to_offset)->excludes(to_datetime);
+  to_offset->excludes(to_datetime);
+  group_reset->add_flag("--execute", kafka_flags.execute, "change them (else only show)");
+  auto* group_delete = kafka_common(group_cmd->add_subcommand("delete", "delete empty groups"));
+  group_delete->add_option("groups", kafka_flags.topics, "group ids")->required();
+  auto* cluster_cmd = app.add_subcommand("cluster", "a Kafka cluster: info");
+  cluster_cmd->require_subcommand(0, 1);
+  auto* cluster_info =
+      kafka_common(cluster_cmd->add_subcommand("info", "the cluster id, controller and brokers"));
+  cluster_info->alias("metadata");
+
   CLI11_PARSE(app, argc, argv);
   if (acl_cmd->parsed() && acl_cmd->get_subcommands().empty()) {
     std::fputs(acl_cmd->help().c_str(), stderr);
@@ -756,6 +875,12 @@ int main(int argc, char** argv) {
   if (user_cmd->parsed() && user_cmd->get_subcommands().empty()) {
     std::fputs(user_cmd->help().c_str(), stderr);
     return 2;
+  }
+  for (CLI::App* parent : {topic_cmd, group_cmd, cluster_cmd}) {
+    if (parent->parsed() && parent->get_subcommands().empty()) {
+      std::fputs(parent->help().c_str(), stderr);
+      return 2;
+    }
   }
   if (quota_cmd->parsed() && quota_cmd->get_subcommands().empty()) {
     std::fputs(quota_cmd->help().c_str(), stderr);
@@ -795,6 +920,19 @@ int main(int argc, char** argv) {
   if (acl_add->parsed()) return sluice::cli::RunAclAdd(acl_flags);
   if (acl_remove->parsed()) return sluice::cli::RunAclRemove(acl_flags);
   if (acl_list->parsed()) return sluice::cli::RunAclList(acl_flags);
+  if (topic_list->parsed()) return sluice::cli::RunTopicList(kafka_flags);
+  if (topic_create->parsed()) return sluice::cli::RunTopicCreate(kafka_flags);
+  if (topic_delete->parsed()) return sluice::cli::RunTopicDelete(kafka_flags);
+  if (topic_describe->parsed()) return sluice::cli::RunTopicDescribe(kafka_flags);
+  if (topic_alter->parsed()) return sluice::cli::RunTopicAlterConfig(kafka_flags);
+  if (topic_add_partitions->parsed()) return sluice::cli::RunTopicAddPartitions(kafka_flags);
+  if (topic_produce->parsed()) return sluice::cli::RunTopicProduce(kafka_flags);
+  if (topic_consume->parsed()) return sluice::cli::RunTopicConsume(kafka_flags);
+  if (group_list->parsed()) return sluice::cli::RunGroupList(kafka_flags);
+  if (group_describe->parsed()) return sluice::cli::RunGroupDescribe(kafka_flags);
+  if (group_reset->parsed()) return sluice::cli::RunGroupResetOffsets(kafka_flags);
+  if (group_delete->parsed()) return sluice::cli::RunGroupDelete(kafka_flags);
+  if (cluster_info->parsed()) return sluice::cli::RunClusterInfo(kafka_flags);
   if (quota_set->parsed()) return sluice::cli::RunQuotaSet(quota_flags);
   if (quota_remove->parsed()) return sluice::cli::RunQuotaRemove(quota_flags);
   if (quota_list->parsed()) return sluice::cli::RunQuotaList(quota_flags);
