@@ -509,6 +509,8 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
     const char* scheme = http_tls ? "https" : "http";
     say(fmt::format("metrics on {}://{}:{}/metrics", scheme, p->http_door_->host(),
                     p->http_door_->port()));
+    say(fmt::format("console on {}://{}:{}/ (its API under /api/v1)", scheme, p->http_door_->host(),
+                    p->http_door_->port()));
     if (p->catalog_) {
       say(fmt::format("Iceberg REST catalog on {}://{}:{}/v1 (warehouse {})", scheme,
                       p->http_door_->host(), p->http_door_->port(), p->catalog_->warehouse()));

@@ -57,6 +57,9 @@ Result<kafka::client::Config> ClientConfig(const KafkaCmdFlags& f) {
   }
   c["bootstrap.servers"] = brokers;
   c["client.id"] = "sluice-cli";
+  // librdkafka's own lines (each failed connect) would bury the one error the command
+  // prints; -X log_level=7 brings them back.
+  c["log_level"] = "0";
   for (const std::string& p : f.props) {
     ASSIGN_OR_RETURN(auto kv, KeyValue(p, "-X"));
     // rpk's short names for the common ones.

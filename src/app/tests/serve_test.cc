@@ -74,7 +74,7 @@ TEST(ServeProcessTest, StartsEveryPartAnnouncesItAndStops) {
   EXPECT_GT((*p)->http_port(), 0);
   EXPECT_GT((*p)->pg_port(), 0);
   EXPECT_EQ((*p)->pipelines(), nullptr);
-  ASSERT_EQ(banner.size(), 4u);
+  ASSERT_EQ(banner.size(), 5u);
   EXPECT_EQ(banner[0].rfind("serving Kafka on 127.0.0.1:" + std::to_string((*p)->kafka_port()), 0),
             0u)
       << banner[0];
@@ -82,7 +82,8 @@ TEST(ServeProcessTest, StartsEveryPartAnnouncesItAndStops) {
   EXPECT_EQ(banner[1],
             "Schema Registry on http://127.0.0.1:" + std::to_string((*p)->schema_registry_port()));
   EXPECT_EQ(banner[2].rfind("metrics on http://127.0.0.1:", 0), 0u) << banner[2];
-  EXPECT_EQ(banner[3].rfind("Postgres wire protocol on 127.0.0.1:", 0), 0u) << banner[3];
+  EXPECT_EQ(banner[3].rfind("console on http://127.0.0.1:", 0), 0u) << banner[3];
+  EXPECT_EQ(banner[4].rfind("Postgres wire protocol on 127.0.0.1:", 0), 0u) << banner[4];
 
   // A real client sees the broker.
   auto admin = kafka::client::Admin::Create(

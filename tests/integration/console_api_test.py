@@ -1,0 +1,378 @@
+"""The console's /api/v1 and the `sluice topic|group|cluster` commands against a real
+`sluice serve` (docs/design/0026-console.md), with python3-confluent-kafka as the other
+client:
+
+1. topics: create (201; a duplicate 409, a name Kafka refuses 400, a bad config 400 and
+   no topic made), list with message counts and sizes, describe, add partitions (fewer
+   refused), configs set and removed (others kept), unknown 404, delete 204;
+2. messages: produced through the API (key, headers, a null value) and by
+   confluent-kafka (binary value, headers); read newest and oldest first, from an offset,
+   from a time, one partition, a limit, base64; the live stream (server-sent events)
+   sees records produced while it is open; the live streams' cap (429);
+3. groups: a confluent-kafka member's group listed and described with its lag; a reset
+   while it has members is 409 NON_EMPTY_GROUP and changes nothing; once it left, a dry
+   run changes nothing, then the reset does; delete;
+4. bad input: malformed bodies and parameters (400 naming the field), the browser guard
+   (a form POST and a foreign Origin refused), unknown paths (404), the OpenAPI document;
+5. the terminal: topic create/list/describe --json/alter-config/produce/consume -e -f,
+   group describe/reset-offsets (--execute)/delete, cluster info --json; errors exit 1 with
+   the broker's reason; a bad -o exits 1; an unreachable cluster fails within its timeout.
+
+usage: /usr/bin/python3 console_api_test.py path/to/sluice
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sluice_broker import check, run_test, wait_until  # noqa: E402
+
+from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
+
+SLUICE = None
+
+
+def http_base(broker):
+    def found():
+        with open(broker.out_path) as f:
+            m = re.search(r"^sluice: console on (http://127\.0\.0\.1:\d+)/ ", f.read(), re.M)
+        return m.group(1) if m else None
+    return wait_until(found, 30, "the console's banner")
+
+
+def call(base, method, path, body=None, headers=None, raw=None):
+    """(status, parsed JSON or text) of one request; a change carries the proof header."""
+    h = dict(headers or {})
+    data = None
+    if raw is not None:
+        data = raw
+    elif body is not None:
+        data = json.dumps(body).encode()
+        h.setdefault("Content-Type", "application/json")
+    if method not in ("GET", "HEAD"):
+        h.setdefault("X-Sluice-Request", "1")
+    req = urllib.request.Request(base + path, data=data, method=method, headers=h)
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            status, text = r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        status, text = e.code, e.read().decode()
+    try:
+        return status, json.loads(text) if text else None
+    except ValueError:
+        return status, text
+
+
+def expect(got, status, code=None, what=""):
+    s, b = got
+    check(s == status, f"{what}: status {s}, not {status}: {b}")
+    if code is not None:
+        check(isinstance(b, dict) and b.get("error", {}).get("code") == code,
+              f"{what}: error code {b}, not {code}")
+    return b
+
+
+def topics_and_configs(base):
+    b = expect(call(base, "POST", "/api/v1/topics",
+                    {"name": "orders", "partitions": 3, "configs": {"retention.ms": "86400000"}}),
+               201, what="create")
+    check(b["name"] == "orders" and len(b["partitions"]) == 3, f"created: {b}")
+    expect(call(base, "POST", "/api/v1/topics", {"name": "orders"}), 409, "TOPIC_ALREADY_EXISTS",
+           "a duplicate")
+    expect(call(base, "POST", "/api/v1/topics", {"name": "bad name!"}), 400, what="a bad name")
+    expect(call(base, "POST", "/api/v1/topics",
+                {"name": "half", "configs": {"retention.ms": "soon"}}), 400, "INVALID_CONFIG",
+           "a bad config")
+    names = [t["name"] for t in expect(call(base, "GET", "/api/v1/topics"), 200)["topics"]]
+    check("half" not in names and "orders" in names, f"nothing half-created: {names}")
+    d = expect(call(base, "GET", "/api/v1/topics/orders"), 200, what="describe")
+    configs = {c["name"]: c for c in d["configs"]}
+    check(configs["retention.ms"]["value"] == "86400000"
+          and configs["retention.ms"]["source"] == "DYNAMIC_TOPIC_CONFIG", f"{configs['retention.ms']}")
+    b = expect(call(base, "PUT", "/api/v1/topics/orders/configs",
+                    {"set": {"cleanup.policy": "compact,delete"}}), 200, what="set a config")
+    configs = {c["name"]: c for c in b["configs"]}
+    check(configs["cleanup.policy"]["value"] == "compact,delete", f"{configs['cleanup.policy']}")
+    check(configs["retention.ms"]["value"] == "86400000", "the other config kept")
+    b = expect(call(base, "PUT", "/api/v1/topics/orders/configs", {"delete": ["cleanup.policy"]}),
+               200, what="remove a config")
+    configs = {c["name"]: c for c in b["configs"]}
+    check(configs["cleanup.policy"]["source"] == "DEFAULT_CONFIG", f"{configs['cleanup.policy']}")
+    expect(call(base, "PUT", "/api/v1/topics/orders/configs", {"set": {"retention.ms": "x"}}), 400,
+           "INVALID_CONFIG", "a bad value")
+    b = expect(call(base, "POST", "/api/v1/topics/orders/partitions", {"count": 4}), 200)
+    check(len(b["partitions"]) == 4, f"4 partitions: {b['partitions']}")
+    expect(call(base, "POST", "/api/v1/topics/orders/partitions", {"count": 2}), 400,
+           "INVALID_PARTITIONS", "fewer partitions")
+    expect(call(base, "GET", "/api/v1/topics/nope"), 404, "UNKNOWN_TOPIC_OR_PART")
+    expect(call(base, "POST", "/api/v1/topics", {"name": "doomed"}), 201)
+    expect(call(base, "DELETE", "/api/v1/topics/doomed"), 204)
+    wait_until(lambda: call(base, "GET", "/api/v1/topics/doomed")[0] == 404, 30, "doomed gone")
+    print("topics: created, refused, configured, extended, deleted")
+
+
+def messages(base, broker):
+    ts_before = int(time.time() * 1000)
+    for i in range(6):
+        b = expect(call(base, "POST", "/api/v1/topics/orders/messages",
+                        {"partition": i % 2, "key": f"k{i}", "value": json.dumps({"n": i}),
+                         "headers": {"source": "api", "empty": None}}), 201, what="produce")
+        check(b["partition"] == i % 2, f"produced: {b}")
+    expect(call(base, "POST", "/api/v1/topics/orders/messages", {"partition": 2, "key": "gone"}),
+           201, what="a null value")
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    p.produce("orders", value=b"\x00\xff\x01", key=b"bin", partition=3, headers=[("h", b"\xfe")])
+    p.flush(30)
+    page = expect(call(base, "GET", "/api/v1/topics/orders/messages?limit=100"), 200)
+    msgs = page["messages"]
+    check(len(msgs) == 8, f"8 messages: {msgs}")
+    stamps = [m["timestamp"] for m in msgs]
+    check(stamps == sorted(stamps, reverse=True), "newest first")
+    by_key = {m["key"]: m for m in msgs}
+    check(by_key["k3"]["value_encoding"] == "json" and json.loads(by_key["k3"]["value"]) == {"n": 3},
+          f"{by_key['k3']}")
+    check({h["key"]: h["value"] for h in by_key["k3"]["headers"]} == {"source": "api", "empty": None},
+          f"headers: {by_key['k3']['headers']}")
+    check(by_key["gone"]["value"] is None, f"null value: {by_key['gone']}")
+    check(by_key["bin"]["value_encoding"] == "hex" and by_key["bin"]["value"] == "00ff01",
+          f"binary: {by_key['bin']}")
+    b64 = expect(call(base, "GET", "/api/v1/topics/orders/messages?partition=3&binary=base64"), 200)
+    check(b64["messages"][0]["value"] == "AP8B" and b64["messages"][0]["headers"][0]["value"] == "/g==",
+          f"base64: {b64}")
+    old = expect(call(base, "GET", "/api/v1/topics/orders/messages?partition=0&start=oldest"
+                      "&order=oldest&limit=2"), 200)
+    check([m["offset"] for m in old["messages"]] == [0, 1] and old["next"] == {"0": 2},
+          f"oldest two of partition 0: {old}")
+    at = expect(call(base, "GET", "/api/v1/topics/orders/messages?partition=1&offset=2&order=oldest"),
+                200)
+    check([m["key"] for m in at["messages"]] == ["k5"], f"from offset 2: {at}")
+    later = expect(call(base, "GET", f"/api/v1/topics/orders/messages?timestamp={ts_before}"
+                        "&order=oldest&limit=1000"), 200)
+    check(len(later["messages"]) == 8, f"from a time: {len(later['messages'])}")
+    future = expect(call(base, "GET", f"/api/v1/topics/orders/messages?timestamp={ts_before + 10**9}"),
+                    200)
+    check(future["messages"] == [], f"from the future: {future}")
+    expect(call(base, "GET", "/api/v1/topics/orders/messages?partition=9"), 404,
+           "UNKNOWN_TOPIC_OR_PART", "a partition past the count")
+    expect(call(base, "GET", "/api/v1/topics/nope/messages"), 404, "UNKNOWN_TOPIC_OR_PART")
+    lst = {t["name"]: t for t in expect(call(base, "GET", "/api/v1/topics"), 200)["topics"]}
+    check(lst["orders"]["messages"] == 8 and lst["orders"]["size_bytes"] > 0, f"{lst['orders']}")
+    print("messages: produced, browsed by position, time, partition and encoding")
+
+    # The live stream: opened, then records produced show up in its events.
+    events = []
+    opened = threading.Event()
+
+    def follow():
+        req = urllib.request.Request(base + "/api/v1/topics/orders/messages/live")
+        with urllib.request.urlopen(req, timeout=30) as r:
+            check(r.headers["Content-Type"].startswith("text/event-stream"), "an event stream")
+            opened.set()
+            for line in r:
+                line = line.decode().rstrip("\n")
+                if line.startswith("data: "):
+                    events.append(json.loads(line[6:]))
+                    if sum(len(e["messages"]) for e in events) >= 20:
+                        return
+
+    t = threading.Thread(target=follow, daemon=True)
+    t.start()
+    check(opened.wait(30), "the live stream opened")
+    time.sleep(1)  # its consumer is assigned at the end offsets
+    for i in range(20):
+        p.produce("orders", value=f"live{i}".encode(), partition=i % 4)
+    p.flush(30)
+    t.join(30)
+    seen = sorted(m["value"] for e in events for m in e["messages"])
+    check(seen == sorted(f"live{i}" for i in range(20)), f"the live stream saw {seen}")
+
+    # The cap: kMaxLiveStreams at once, the next is 429.
+    # (The stream above counts until the server writes to it again and finds it closed: a
+    # keep-alive every 3 s.)
+    streams = []
+
+    def open_stream():
+        try:
+            streams.append(urllib.request.urlopen(base + "/api/v1/topics/orders/messages/live",
+                                                  timeout=30))
+        except urllib.error.HTTPError as e:
+            check(e.code == 429, f"opening a stream: {e.code}")
+        return len(streams) == 4
+
+    wait_until(open_stream, 30, "four live streams", interval=0.5)
+    expect(call(base, "GET", "/api/v1/topics/orders/messages/live"), 429, "TOO_MANY_STREAMS")
+    for s in streams:
+        s.close()
+    print("live: followed, capped")
+
+
+def committed(group):
+    """A group's committed offsets (the partitions its members hold without one are listed
+    too, with null)."""
+    return {(o["topic"], o["partition"]): o["offset"] for o in group["offsets"]
+            if o["offset"] is not None}
+
+
+def groups(base, broker):
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "readers",
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    c.subscribe(["orders"])
+    got = 0
+    deadline = time.time() + 60
+    while got < 10 and time.time() < deadline:
+        m = c.poll(1)
+        if m is not None and not m.error():
+            got += 1
+    c.commit(asynchronous=False)
+    g = expect(call(base, "GET", "/api/v1/groups/readers"), 200)
+    check(g["state"] == "Stable" and len(g["members"]) == 1, f"a member: {g}")
+    check(g["members"][0]["assignments"][0]["topic"] == "orders", f"assignment: {g['members']}")
+    before = committed(g)
+    lst = expect(call(base, "GET", "/api/v1/groups"), 200)["groups"]
+    check(any(x["group_id"] == "readers" and x["members"] == 1 for x in lst), f"listed: {lst}")
+    expect(call(base, "POST", "/api/v1/groups/readers/reset-offsets",
+                {"topic": "orders", "to": "earliest"}), 409, "NON_EMPTY_GROUP", "a reset with members")
+    expect(call(base, "DELETE", "/api/v1/groups/readers"), 409, "NON_EMPTY_GROUP", "a delete")
+    g = expect(call(base, "GET", "/api/v1/groups/readers"), 200)
+    check(committed(g) == before,
+          "nothing changed by the refused reset")
+    c.close()
+    wait_until(lambda: call(base, "GET", "/api/v1/groups/readers")[1]["state"] == "Empty", 30,
+               "the group empty")
+    dry = expect(call(base, "POST", "/api/v1/groups/readers/reset-offsets",
+                      {"topic": "orders", "to": "earliest", "dry_run": True}), 200)
+    check(not dry["executed"] and all(o["offset"] == 0 for o in dry["offsets"]), f"dry run: {dry}")
+    g = expect(call(base, "GET", "/api/v1/groups/readers"), 200)
+    check(committed(g) == before,
+          "nothing changed by the dry run")
+    done = expect(call(base, "POST", "/api/v1/groups/readers/reset-offsets",
+                       {"topic": "orders", "partitions": [0], "to": "offset", "offset": 1}), 200)
+    check(done["executed"] and done["offsets"] == [
+        {"topic": "orders", "partition": 0, "previous": before.get(("orders", 0)), "offset": 1}],
+        f"reset: {done}")
+    g = expect(call(base, "GET", "/api/v1/groups/readers"), 200)
+    p0 = [o for o in g["offsets"] if o["partition"] == 0][0]
+    check(p0["offset"] == 1 and p0["lag"] == p0["high"] - 1, f"partition 0 after the reset: {p0}")
+    expect(call(base, "DELETE", "/api/v1/groups/readers"), 204)
+    expect(call(base, "GET", "/api/v1/groups/readers"), 404, "GROUP_ID_NOT_FOUND")
+    print("groups: described, refused with members, reset after, deleted")
+
+
+def bad_input(base):
+    for body, field in ((None, "JSON object"), ("[", "not JSON"), ("{\"name\": 1}", "name"),
+                        ("{\"name\": \"t\", \"partitions\": 0}", "partitions"),
+                        ("{\"name\": \"t\", \"surprise\": 1}", "surprise")):
+        s, b = call(base, "POST", "/api/v1/topics", raw=(body or "").encode(),
+                    headers={"Content-Type": "application/json"})
+        check(s == 400 and field in b["error"]["message"], f"{body!r}: {s} {b}")
+    expect(call(base, "GET", "/api/v1/topics/orders/messages?limit=0"), 400, "INVALID_REQUEST")
+    expect(call(base, "GET", "/api/v1/topics/orders/messages?offset=1&timestamp=1"), 400)
+    expect(call(base, "GET", "/api/v1/nothing"), 404, "NOT_FOUND")
+    expect(call(base, "PUT", "/api/v1/topics"), 405)
+    # The browser guard: a form POST (no proof) and another site's page.
+    s, _ = call(base, "POST", "/api/v1/topics", raw=b"name=x",
+                headers={"Content-Type": "application/x-www-form-urlencoded",
+                         "X-Sluice-Request": ""})
+    req = urllib.request.Request(base + "/api/v1/topics", data=b"name=x", method="POST",
+                                 headers={"Content-Type": "application/x-www-form-urlencoded"})
+    try:
+        urllib.request.urlopen(req, timeout=30)
+        check(False, "a form POST was served")
+    except urllib.error.HTTPError as e:
+        check(e.code == 403, f"a form POST: {e.code}")
+    s, _ = call(base, "GET", "/api/v1/topics", headers={"Origin": "http://evil.example"})
+    check(s == 403, f"a foreign origin: {s}")
+    s, doc = call(base, "GET", "/api/v1/openapi.json")
+    check(s == 200 and doc["openapi"].startswith("3.") and "/api/v1/topics/{topic}/messages" in doc["paths"],
+          "the OpenAPI document")
+    ov = expect(call(base, "GET", "/api/v1/overview"), 200)
+    check(ov["topics"] >= 1 and ov["messages_in_total"] >= 8 and ov["memory_rss_bytes"] > 0
+          and ov["disk_bytes"] > 0 and ov["cluster"]["brokers"], f"overview: {ov}")
+    print("bad input: refused with the field named; guard, 404, 405, OpenAPI, overview")
+
+
+def sluice(broker, *args, stdin=None, timeout=60):
+    env = dict(os.environ, SLUICE_BROKERS=broker.bootstrap)
+    return subprocess.run([SLUICE, *args], input=stdin, capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+def terminal(broker):
+    r = sluice(broker, "topic", "create", "cli-t", "-p", "2", "-c", "retention.ms=60000")
+    check(r.returncode == 0 and "OK" in r.stdout, f"topic create: {r}")
+    r = sluice(broker, "topic", "create", "cli-t")
+    check(r.returncode == 1 and "already exists" in r.stdout, f"a duplicate: {r}")
+    r = sluice(broker, "topic", "list")
+    check(r.returncode == 0 and re.search(r"^cli-t\s+2\s+1\s+0$", r.stdout, re.M), f"list: {r.stdout}")
+    r = sluice(broker, "topic", "alter-config", "cli-t", "--set", "retention.ms=120000")
+    check(r.returncode == 0, f"alter-config: {r}")
+    r = sluice(broker, "topic", "describe", "cli-t", "--json")
+    d = json.loads(r.stdout)
+    check(len(d["partitions"]) == 2 and {c["name"]: c["value"] for c in d["configs"]}["retention.ms"]
+          == "120000", f"describe --json: {d}")
+    r = sluice(broker, "topic", "produce", "cli-t", "-K", ":", "-H", "via=cli", "-p", "1",
+               stdin="a:1\nb:2\nc:3\n")
+    check(r.returncode == 0 and r.stdout.count("Produced to partition 1") == 3, f"produce: {r}")
+    r = sluice(broker, "topic", "consume", "cli-t", "-e", "-f", "%p %o %k=%v %h\\n")
+    check(r.returncode == 0 and r.stdout == "1 0 a=1 via=cli\n1 1 b=2 via=cli\n1 2 c=3 via=cli\n",
+          f"consume -e -f: {r}")
+    r = sluice(broker, "topic", "consume", "cli-t", "-o", "-1", "-e")
+    check(r.returncode == 0 and json.loads(r.stdout)["value"] == "3", f"consume -o -1: {r}")
+    r = sluice(broker, "topic", "consume", "cli-t", "-o", "sideways")
+    check(r.returncode == 1 and "-o 'sideways'" in r.stderr, f"a bad -o: {r}")
+    r = sluice(broker, "topic", "consume", "cli-t", "-g", "cli-g", "-n", "3", "-f", "%v\\n")
+    check(r.returncode == 0 and sorted(r.stdout.split()) == ["1", "2", "3"], f"consume -g: {r}")
+    r = sluice(broker, "group", "describe", "cli-g", "--json")
+    d = json.loads(r.stdout)
+    check(d["members"] == 0 and d["total_lag"] == 0, f"group describe: {d}")
+    r = sluice(broker, "group", "reset-offsets", "cli-g", "--topic", "cli-t:1", "--to-earliest")
+    check(r.returncode == 0 and "preview" in r.stdout, f"a preview: {r}")
+    r = sluice(broker, "group", "describe", "cli-g", "--json")
+    check(json.loads(r.stdout)["total_lag"] == 0, "the preview changed nothing")
+    r = sluice(broker, "group", "reset-offsets", "cli-g", "--topic", "cli-t:1", "--to-earliest",
+               "--execute", "--json")
+    check(r.returncode == 0 and json.loads(r.stdout)["offsets"][0]["offset"] == 0, f"reset: {r}")
+    r = sluice(broker, "group", "describe", "cli-g", "--json")
+    check(json.loads(r.stdout)["total_lag"] == 3, f"lag after the reset: {r.stdout}")
+    r = sluice(broker, "group", "delete", "cli-g")
+    check(r.returncode == 0, f"group delete: {r}")
+    r = sluice(broker, "group", "describe", "cli-g")
+    check(r.returncode == 1 and "GROUP_ID_NOT_FOUND" in r.stderr, f"a deleted group: {r}")
+    r = sluice(broker, "cluster", "info", "--json")
+    info = json.loads(r.stdout)
+    check(info["brokers"][0]["port"] == broker.port and info["controller_id"] == 1, f"cluster: {info}")
+    r = sluice(broker, "topic", "delete", "cli-t", "nope")
+    check(r.returncode == 1 and re.search(r"^cli-t\s+OK$", r.stdout, re.M), f"delete: {r}")
+    start = time.time()
+    r = sluice(broker, "topic", "list", "--brokers", "127.0.0.1:1", "--timeout-ms", "1500")
+    check(r.returncode == 1 and r.stderr.startswith("sluice topic list:"), f"unreachable: {r}")
+    print(f"terminal: topic and group commands; unreachable fails in {time.time() - start:.1f} s")
+
+
+def body(broker):
+    base = http_base(broker)
+    topics_and_configs(base)
+    messages(base, broker)
+    groups(base, broker)
+    bad_input(base)
+    terminal(broker)
+
+
+def main():
+    global SLUICE
+    if len(sys.argv) != 2:
+        print(__doc__.strip().splitlines()[-1])
+        return 2
+    SLUICE = sys.argv[1]
+    return run_test("console_api_test", SLUICE, body)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
