@@ -34,7 +34,7 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sluice_broker import check, run_test, wait_until  # noqa: E402
 
-from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
+from confluent_kafka import Consumer, Producer  # noqa: E402
 
 SLUICE = None
 
