@@ -5,6 +5,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <optional>
+#include <string_view>
 
 namespace sluice {
 
@@ -12,6 +14,12 @@ namespace sluice {
 int64_t WallMillis();
 // Nanoseconds from a monotonic clock, for measuring durations.
 int64_t MonotonicNanos();
+
+// A time as people type it, in milliseconds since the Unix epoch: RFC 3339
+// ("2026-12-01T10:00:00Z", "2026-12-01T10:00:00.5+02:00"; a space for the T too), a date
+// alone ("2026-12-01", UTC midnight), or milliseconds since 1970 as digits. nullopt for
+// anything else, a day past its month's end included.
+std::optional<int64_t> ParseTimeMs(std::string_view s);
 
 class Clock {
  public:

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/base64.h"
+#include "base/clock.h"
 #include "base/strings.h"
 #include "base/utf8.h"
 #include "console/kafka_ops.h"
@@ -129,80 +130,6 @@ void PutBytes(Json& j, const std::string& field, const std::optional<std::string
 }
 
 }  // namespace
-
-std::optional<int64_t> ParseTime(std::string_view s) {
-  if (s.empty()) return std::nullopt;
-  if (std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    int64_t ms = 0;
-    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), ms);
-    if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
-    return ms;
-  }
-  // YYYY-MM-DD[THH:MM:SS[.fff][Z|+HH:MM|-HH:MM]]
-  std::tm tm{};
-  int ms = 0;
-  int offset_minutes = 0;
-  auto num = [&](size_t at, size_t len, int* out) {
-    if (at + len > s.size()) return false;
-    int v = 0;
-    for (size_t i = at; i < at + len; ++i) {
-      if (s[i] < '0' || s[i] > '9') return false;
-      v = v * 10 + (s[i] - '0');
-    }
-    *out = v;
-    return true;
-  };
-  int year, month, day;
-  if (!num(0, 4, &year) || s.size() < 10 || s[4] != '-' || !num(5, 2, &month) || s[7] != '-' ||
-      !num(8, 2, &day)) {
-    return std::nullopt;
-  }
-  size_t at = 10;
-  int hour = 0, minute = 0, second = 0;
-  if (at < s.size()) {
-    if (s[at] != 'T' && s[at] != ' ') return std::nullopt;
-    if (!num(at + 1, 2, &hour) || at + 3 >= s.size() || s[at + 3] != ':' ||
-        !num(at + 4, 2, &minute) || at + 6 >= s.size() || s[at + 6] != ':' ||
-        !num(at + 7, 2, &second)) {
-      return std::nullopt;
-    }
-    at += 9;
-    if (at < s.size() && s[at] == '.') {
-      size_t digits = 0;
-      ++at;
-      while (at < s.size() && s[at] >= '0' && s[at] <= '9') {
-        if (digits < 3) ms = ms * 10 + (s[at] - '0');
-        ++digits;
-        ++at;
-      }
-      if (digits == 0) return std::nullopt;
-      for (size_t d = digits; d < 3; ++d) ms *= 10;
-    }
-    if (at < s.size()) {
-      if (s[at] == 'Z' && at + 1 == s.size()) {
-        ++at;
-      } else if ((s[at] == '+' || s[at] == '-') && at + 6 == s.size() && s[at + 3] == ':') {
-        int oh, om;
-        if (!num(at + 1, 2, &oh) || !num(at + 4, 2, &om) || oh > 23 || om > 59) return std::nullopt;
-        offset_minutes = (s[at] == '+' ? 1 : -1) * (oh * 60 + om);
-        at = s.size();
-      } else {
-        return std::nullopt;
-      }
-    }
-  }
-  if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60)
-    return std::nullopt;
-  tm.tm_year = year - 1900;
-  tm.tm_mon = month - 1;
-  tm.tm_mday = day;
-  tm.tm_hour = hour;
-  tm.tm_min = minute;
-  tm.tm_sec = second;
-  const time_t t = timegm(&tm);
-  if (tm.tm_mday != day) return std::nullopt;  // 2026-02-30 rolled over
-  return (static_cast<int64_t>(t) - offset_minutes * 60) * 1000 + ms;
-}
 
 int RunClusterInfo(const KafkaCmdFlags& f) {
   auto ops = Connect(f);
@@ -468,7 +395,7 @@ int RunTopicConsume(const KafkaCmdFlags& f) {
   } else if (spec == "end" || spec == "newest") {
     from = From::kEnd;
   } else if (spec.starts_with("@")) {
-    std::optional<int64_t> t = ParseTime(std::string_view(spec).substr(1));
+    std::optional<int64_t> t = ParseTimeMs(std::string_view(spec).substr(1));
     if (!t)
       return Fail(cmd, fmt::format("'{}' is not a time (RFC 3339, a date, or ms since 1970)",
                                    spec.substr(1)));
@@ -758,7 +685,7 @@ int RunGroupResetOffsets(const KafkaCmdFlags& f) {
     spec.to = console::ResetTo::kOffset;
     spec.value = f.reset_offset;
   } else if (f.reset_to == "datetime") {
-    std::optional<int64_t> t = ParseTime(f.reset_datetime);
+    std::optional<int64_t> t = ParseTimeMs(f.reset_datetime);
     if (!t) return Fail(cmd, fmt::format("--to-datetime '{}' is not a time", f.reset_datetime));
     spec.to = console::ResetTo::kTimestamp;
     spec.value = *t;

@@ -61,8 +61,4 @@ int RunGroupResetOffsets(const KafkaCmdFlags& f);
 int RunGroupDelete(const KafkaCmdFlags& f);
 int RunClusterInfo(const KafkaCmdFlags& f);
 
-// "2026-12-01T10:00:00Z", "2026-12-01T10:00:00.5+02:00", "2026-12-01" (UTC midnight) or
-// milliseconds since 1970: milliseconds since 1970; nullopt when none of those.
-std::optional<int64_t> ParseTime(std::string_view s);
-
 }  // namespace sluice::cli
