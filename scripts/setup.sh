@@ -49,7 +49,7 @@ fi
 # --ignore-scripts: the duckdb package would otherwise try to build a node addon.
 stamp=node_modules/.sluice-installed
 if [ ! -f "$stamp" ] || [ package-lock.json -nt "$stamp" ]; then
-  echo "setup: installing pinned npm packages (DuckDB, KafkaJS, iceberg-js, icebird, pg, nodejs-polars)"
+  echo "setup: installing pinned npm packages (DuckDB, KafkaJS, iceberg-js, icebird, pg, nodejs-polars; esbuild, preact, uPlot and TypeScript for the console page)"
   npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null
   touch "$stamp"
 fi

@@ -19,6 +19,7 @@
 #include "broker/serve_config.h"
 #include "broker/service.h"
 #include "console/api.h"
+#include "console/assets/static_route.h"
 #include "lake/object_cache.h"
 #include "lake/rest_catalog.h"
 #include "lake/rest_client.h"
@@ -455,6 +456,7 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
               return std::pair<int, int>(running, total);
             }});
     routes.push_back(p->console_->Route());
+    routes.push_back(console::ConsoleRoute());  // "/": last, the others match first
     HttpServerOptions http_options;
     // Browser safety in every mode (0021): Host and Origin allowlists, a proof on every
     // state-changing request.

@@ -95,6 +95,14 @@ void ToLibrary(HttpResponse out, httplib::Response& res) {
           sink.done();
           return true;
         });
+  } else if (!out.body.empty() && res.has_header("Content-Encoding")) {
+    // Already encoded (the console's gzipped files): httplib would compress a text body
+    // again, and say so in a second Content-Encoding; a sized provider it leaves alone.
+    auto body = std::make_shared<std::string>(std::move(out.body));
+    res.set_content_provider(body->size(), out.content_type.c_str(),
+                             [body](size_t offset, size_t length, httplib::DataSink& sink) {
+                               return sink.write(body->data() + offset, length);
+                             });
   } else if (!out.body.empty()) {
     res.set_content(out.body, out.content_type.c_str());
   }

@@ -1,0 +1,82 @@
+// Requests to the console's API under /api/v1: JSON both ways, the proof against cross-site
+// requests on every change (docs/design/0021, 0026 #6), and errors as ApiError whatever the
+// server, the network or a proxy in between answered.
+
+export class ApiError extends Error {
+  // `code` is the API's (TOPIC_ALREADY_EXISTS, GROUP_NOT_EMPTY, ...), else HTTP_<status>,
+  // or NETWORK when no answer came.
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+type Method = "GET" | "POST" | "PUT" | "DELETE";
+
+// Sends a request and returns its parsed JSON body (undefined for 204).
+export async function request<T>(method: Method, path: string, body?: unknown): Promise<T> {
+  const headers: Record<string, string> = { Accept: "application/json" };
+  if (method !== "GET") {
+    // Without this header (and a JSON Content-Type) the port's browser guard refuses a
+    // change: it is what another site's form or simple fetch cannot send.
+    headers["X-Sluice-Request"] = "1";
+    headers["Content-Type"] = "application/json";
+  }
+  let res: Response;
+  try {
+    res = await fetch(path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      credentials: "same-origin",
+    });
+  } catch (e) {
+    throw new ApiError(0, "NETWORK", `no answer from sluice (${String(e)})`);
+  }
+  if (res.status === 204) return undefined as T;
+  const text = await res.text();
+  let parsed: unknown = undefined;
+  try {
+    parsed = text === "" ? undefined : JSON.parse(text);
+  } catch {
+    // Not JSON: a refusal of the browser guard or a proxy's page; reported below.
+  }
+  if (!res.ok) throw toError(res.status, parsed, text);
+  if (parsed === undefined && text !== "") {
+    throw new ApiError(res.status, "BAD_RESPONSE", "the answer was not JSON");
+  }
+  return parsed as T;
+}
+
+function toError(status: number, parsed: unknown, text: string): ApiError {
+  const err = (parsed as { error?: { code?: unknown; message?: unknown } } | undefined)?.error;
+  if (err && typeof err.code === "string") {
+    return new ApiError(status, err.code, typeof err.message === "string" ? err.message : "");
+  }
+  const line = text.trim().split("\n")[0] ?? "";
+  return new ApiError(status, `HTTP_${status}`, line.slice(0, 300) || `HTTP ${status}`);
+}
+
+// Paths of the API, with names percent-encoded (a topic may hold '.', a group id anything).
+const enc = encodeURIComponent;
+const withQuery = (path: string, q: URLSearchParams) => {
+  const qs = q.toString();
+  return qs === "" ? path : `${path}?${qs}`;
+};
+export const paths = {
+  overview: "/api/v1/overview",
+  topics: (internal: boolean) => `/api/v1/topics${internal ? "?internal=true" : ""}`,
+  createTopic: "/api/v1/topics",
+  topic: (t: string) => `/api/v1/topics/${enc(t)}`,
+  partitions: (t: string) => `/api/v1/topics/${enc(t)}/partitions`,
+  configs: (t: string) => `/api/v1/topics/${enc(t)}/configs`,
+  messages: (t: string, q: URLSearchParams) => withQuery(`/api/v1/topics/${enc(t)}/messages`, q),
+  live: (t: string, q: URLSearchParams) => withQuery(`/api/v1/topics/${enc(t)}/messages/live`, q),
+  produce: (t: string) => `/api/v1/topics/${enc(t)}/messages`,
+  groups: "/api/v1/groups",
+  group: (g: string) => `/api/v1/groups/${enc(g)}`,
+  resetOffsets: (g: string) => `/api/v1/groups/${enc(g)}/reset-offsets`,
+};

@@ -1,0 +1,306 @@
+// A topic's message browser: read from one partition or all, from an offset or a time,
+// newest or oldest first; or follow new messages live over server-sent events without
+// freezing the page (at most kMaxRows rows, DOM updates batched per animation frame).
+import { Component } from "preact";
+import { useEffect, useRef, useState } from "preact/hooks";
+import { ApiError, paths, request } from "../api";
+import { EncodedValue } from "../components/value";
+import { ErrorBox } from "../components/ui";
+import * as fmt from "../format";
+import { useAction } from "../hooks";
+import type { Message, Messages } from "../types";
+
+const kMaxRows = 1000;
+
+type Seek = "end" | "offset" | "time";
+
+export function MessageBrowser(props: { topic: string; partitions: number }) {
+  const [partition, setPartition] = useState("all");
+  const [seek, setSeek] = useState<Seek>("end");
+  const [offset, setOffset] = useState("");
+  const [time, setTime] = useState("");
+  const [order, setOrder] = useState<"newest" | "oldest">("newest");
+  const [limit, setLimit] = useState("50");
+  const [rows, setRows] = useState<Message[]>([]);
+  const [next, setNext] = useState<Record<string, number>>({});
+  const [loaded, setLoaded] = useState(false);
+  const [live, setLive] = useState(false);
+  const action = useAction();
+
+  const load = async (from?: number) => {
+    const q = new URLSearchParams();
+    if (partition !== "all") q.set("partition", partition);
+    if (from !== undefined) {
+      q.set("offset", String(from));
+    } else if (seek === "offset") {
+      q.set("offset", offset);
+    } else if (seek === "time") {
+      const ms = fmt.fromLocalInput(time);
+      if (ms === null) {
+        action.setError(new ApiError(0, "INVALID_REQUEST", "choose a date and time to read from"));
+        return;
+      }
+      q.set("timestamp", String(ms));
+    }
+    q.set("order", order);
+    q.set("limit", limit);
+    setLive(false);
+    const done = await action.run(() => request<Messages>("GET", paths.messages(props.topic, q)));
+    if (done.ok) {
+      setRows(done.value.messages.slice(0, kMaxRows));
+      setNext(done.value.next ?? {});
+      setLoaded(true);
+    }
+  };
+
+  // The newest messages when the topic opens.
+  useEffect(() => {
+    void load();
+  }, []);
+
+  const continueAt = partition === "all" ? undefined : next[partition];
+  const submit = (e: Event) => {
+    e.preventDefault();
+    void load();
+  };
+  const partitionChoices = Array.from({ length: props.partitions }, (_, i) => i);
+
+  return (
+    <section aria-labelledby="messages">
+      <h2 id="messages">Messages</h2>
+      <form class="panel browse" onSubmit={submit}>
+        <div class="fields">
+          <label>
+            Partition
+            <select value={partition} onChange={(e) => setPartition(e.currentTarget.value)}>
+              <option value="all">all</option>
+              {partitionChoices.map((p) => (
+                <option key={p} value={String(p)}>
+                  {p}
+                </option>
+              ))}
+            </select>
+          </label>
+          <label>
+            From
+            <select value={seek} onChange={(e) => setSeek(e.currentTarget.value as Seek)}>
+              <option value="end">the end (newest) or start (oldest)</option>
+              <option value="offset">an offset</option>
+              <option value="time">a time</option>
+            </select>
+          </label>
+          {seek === "offset" && (
+            <label>
+              Offset
+              <input
+                type="number"
+                min={0}
+                required
+                value={offset}
+                onInput={(e) => setOffset(e.currentTarget.value)}
+              />
+            </label>
+          )}
+          {seek === "time" && (
+            <label>
+              Time (local)
+              <input
+                type="datetime-local"
+                step={1}
+                required
+                value={time}
+                onInput={(e) => setTime(e.currentTarget.value)}
+              />
+            </label>
+          )}
+          <label>
+            Order
+            <select
+              value={order}
+              onChange={(e) => setOrder(e.currentTarget.value as "newest" | "oldest")}
+            >
+              <option value="newest">newest first</option>
+              <option value="oldest">oldest first</option>
+            </select>
+          </label>
+          <label>
+            Limit
+            <input
+              type="number"
+              min={1}
+              max={1000}
+              required
+              value={limit}
+              onInput={(e) => setLimit(e.currentTarget.value)}
+            />
+          </label>
+        </div>
+        <div class="buttons">
+          <button type="submit" class="primary" disabled={action.busy}>
+            {action.busy ? "Reading…" : "Read"}
+          </button>
+          {continueAt !== undefined && !live && (
+            <button type="button" disabled={action.busy} onClick={() => void load(continueAt)}>
+              Continue at offset {continueAt}
+            </button>
+          )}
+          <button type="button" aria-pressed={live} onClick={() => setLive(!live)}>
+            {live ? "Stop following" : "Follow live"}
+          </button>
+        </div>
+        <ErrorBox error={action.error} />
+      </form>
+      {live && (
+        <LiveFeed
+          topic={props.topic}
+          partition={partition}
+          onMessages={(batch) => setRows((prev) => [...batch, ...prev].slice(0, kMaxRows))}
+          onStarted={() => setRows([])}
+        />
+      )}
+      <MessageTable rows={rows} empty={loaded || live ? "No messages." : ""} />
+    </section>
+  );
+}
+
+// Follows new messages while mounted: one EventSource, whose batches are handed on at most
+// once per animation frame, newest first.
+function LiveFeed(props: {
+  topic: string;
+  partition: string;
+  onMessages: (newestFirst: Message[]) => void;
+  onStarted: () => void;
+}) {
+  const [state, setState] = useState<"connecting" | "open" | "reconnecting">("connecting");
+  const [error, setError] = useState<ApiError | undefined>(undefined);
+  const onMessages = useRef(props.onMessages);
+  onMessages.current = props.onMessages;
+
+  useEffect(() => {
+    props.onStarted();
+    const q = new URLSearchParams();
+    if (props.partition !== "all") q.set("partition", props.partition);
+    const source = new EventSource(paths.live(props.topic, q));
+    let pending: Message[] = [];
+    let frame = 0;
+    const flush = () => {
+      frame = 0;
+      const batch = pending;
+      pending = [];
+      batch.sort((a, b) => b.timestamp - a.timestamp || b.offset - a.offset);
+      onMessages.current(batch);
+    };
+    source.onopen = () => setState("open");
+    source.addEventListener("messages", (e: MessageEvent<string>) => {
+      let batch: Message[];
+      try {
+        batch = JSON.parse(e.data) as Message[];
+      } catch {
+        return;
+      }
+      pending.push(...batch);
+      // A hidden tab runs no animation frames: keep only what could be shown.
+      if (pending.length > kMaxRows) pending = pending.slice(pending.length - kMaxRows);
+      if (frame === 0) frame = requestAnimationFrame(flush);
+    });
+    source.onerror = () => {
+      if (source.readyState === EventSource.CLOSED) {
+        // Refused (not 200: the topic went, a login, or 429 with 16 streams open), not
+        // retried by the browser.
+        setError(
+          new ApiError(
+            0,
+            "LIVE_CLOSED",
+            "the server ended or refused the live stream (at most 16 follow at once); " +
+              "stop and follow again to retry",
+          ),
+        );
+      } else {
+        setState("reconnecting");  // the browser retries by itself
+      }
+    };
+    return () => {
+      source.close();
+      if (frame !== 0) cancelAnimationFrame(frame);
+    };
+  }, [props.topic, props.partition]);
+
+  return (
+    <div class="live" role="status">
+      {error ? (
+        <ErrorBox error={error} />
+      ) : (
+        <p>
+          <span class={`dot ${state}`} aria-hidden="true" />
+          {state === "open"
+            ? `Following new messages; the newest ${kMaxRows.toLocaleString("en-US")} are kept.`
+            : state === "connecting"
+              ? "Connecting…"
+              : "Connection lost; reconnecting…"}
+        </p>
+      )}
+    </div>
+  );
+}
+
+function MessageTable(props: { rows: Message[]; empty: string }) {
+  if (props.rows.length === 0) return props.empty ? <p class="muted">{props.empty}</p> : null;
+  return (
+    <table class="messages">
+      <thead>
+        <tr>
+          <th scope="col" class="num">Partition</th>
+          <th scope="col" class="num">Offset</th>
+          <th scope="col">Time</th>
+          <th scope="col">Key</th>
+          <th scope="col">Value</th>
+          <th scope="col">Headers</th>
+        </tr>
+      </thead>
+      <tbody>
+        {props.rows.map((m) => (
+          <MessageRow key={`${m.partition}:${m.offset}`} m={m} />
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+// A row is drawn once: a message never changes, so rows already on the page are skipped
+// when new ones arrive.
+class MessageRow extends Component<{ m: Message }> {
+  shouldComponentUpdate(next: { m: Message }) {
+    return next.m !== this.props.m;
+  }
+  render() {
+    const m = this.props.m;
+    const where = `partition ${m.partition} offset ${m.offset}`;
+    return (
+      <tr>
+        <td class="num">{m.partition}</td>
+        <td class="num">{m.offset}</td>
+        <td class="time">{fmt.time(m.timestamp)}</td>
+        <td class="key">
+          <EncodedValue value={m.key} encoding={m.key_encoding} label={`key at ${where}`} />
+        </td>
+        <td class="value">
+          <EncodedValue value={m.value} encoding={m.value_encoding} label={`value at ${where}`} />
+        </td>
+        <td class="headers">
+          {m.headers.length > 0 && (
+            <dl>
+              {m.headers.map((h, i) => (
+                <div key={i}>
+                  <dt>{h.key}</dt>
+                  <dd>
+                    <EncodedValue value={h.value} encoding={h.encoding} label={`header ${h.key}`} />
+                  </dd>
+                </div>
+              ))}
+            </dl>
+          )}
+        </td>
+      </tr>
+    );
+  }
+}

@@ -1,0 +1,86 @@
+// Client-side routing by location.pathname with the History API: the server answers
+// index.html for every page path (docs/design/0026-console.md #5), so a reload or a link
+// opened in a new tab lands on the same page.
+import { useEffect, useState } from "preact/hooks";
+
+const kChange = "sluice:navigate";
+
+export function navigate(to: string, replace = false): void {
+  if (to === location.pathname + location.search) return;
+  if (replace) history.replaceState(null, "", to);
+  else history.pushState(null, "", to);
+  window.dispatchEvent(new Event(kChange));
+  window.scrollTo(0, 0);
+}
+
+// The current path (percent-encoded, as in the address bar); re-renders on navigation.
+export function usePath(): string {
+  const [path, setPath] = useState(location.pathname);
+  useEffect(() => {
+    const update = () => setPath(location.pathname);
+    window.addEventListener("popstate", update);
+    window.addEventListener(kChange, update);
+    return () => {
+      window.removeEventListener("popstate", update);
+      window.removeEventListener(kChange, update);
+    };
+  }, []);
+  return path;
+}
+
+// A click on a link of the page: handled here unless the browser should handle it (a
+// modified click opens a tab or window; a middle click never reaches "click").
+export function onLinkClick(e: MouseEvent): void {
+  if (e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) {
+    return;
+  }
+  const a = e.currentTarget as HTMLAnchorElement;
+  if (a.target || a.origin !== location.origin) return;
+  e.preventDefault();
+  navigate(a.pathname + a.search);
+}
+
+export type Route =
+  | { page: "overview" }
+  | { page: "topics" }
+  | { page: "topic"; name: string }
+  | { page: "groups" }
+  | { page: "group"; id: string }
+  | { page: "pipelines" | "tables" | "sql" }
+  | { page: "not-found" };
+
+export function match(path: string): Route {
+  const parts = path.split("/").slice(1);
+  if (parts.length > 1 && parts[parts.length - 1] === "") parts.pop();  // a trailing '/'
+  let names: string[];
+  try {
+    names = parts.map(decodeURIComponent);
+  } catch {
+    return { page: "not-found" };  // a malformed %-escape
+  }
+  const [first = "", second] = names;
+  if (names.length === 1) {
+    switch (first) {
+      case "":
+        return { page: "overview" };
+      case "topics":
+        return { page: "topics" };
+      case "groups":
+        return { page: "groups" };
+      case "pipelines":
+      case "tables":
+      case "sql":
+        return { page: first };
+    }
+  }
+  if (names.length === 2 && second !== undefined && second !== "") {
+    if (first === "topics") return { page: "topic", name: second };
+    if (first === "groups") return { page: "group", id: second };
+  }
+  return { page: "not-found" };
+}
+
+export const hrefs = {
+  topic: (name: string) => `/topics/${encodeURIComponent(name)}`,
+  group: (id: string) => `/groups/${encodeURIComponent(id)}`,
+};
