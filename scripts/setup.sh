@@ -20,6 +20,7 @@ APT_PACKAGES=(
   openssl curl
   clang-format-14
   python3-botocore libcurl4-openssl-dev
+  chromium
 )
 
 missing=()

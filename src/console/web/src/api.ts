@@ -3,7 +3,7 @@
 // server, the network or a proxy in between answered.
 
 export class ApiError extends Error {
-  // `code` is the API's (TOPIC_ALREADY_EXISTS, GROUP_NOT_EMPTY, ...), else HTTP_<status>,
+  // `code` is the API's (TOPIC_ALREADY_EXISTS, NON_EMPTY_GROUP, ...), else HTTP_<status>,
   // or NETWORK when no answer came.
   constructor(
     readonly status: number,

@@ -21,10 +21,15 @@ export interface Overview {
   bytes_in_per_sec: number;
   bytes_out_per_sec: number;
   messages_in_per_sec: number;
-  disk_bytes: number;
+  bytes_in_total: number;
+  bytes_out_total: number;
+  messages_in_total: number;
+  // Of this broker (its data directory); null without one.
+  disk_bytes: number | null;
   memory_rss_bytes: number;
-  pipelines: { running: number; total: number };
-  groups: number;
+  pipelines: { running: number; total: number } | null;
+  groups: number | null;
+  scope: string;
 }
 
 export interface TopicSummary {
@@ -32,9 +37,10 @@ export interface TopicSummary {
   partitions: number;
   replication_factor: number;
   internal: boolean;
-  size_bytes: number;
+  size_bytes: number | null;
   messages: number;
-  bytes_in_per_sec: number;
+  // From the change of its offsets between two lists (0 on the first).
+  messages_per_sec: number;
 }
 
 export interface PartitionInfo {
@@ -44,7 +50,7 @@ export interface PartitionInfo {
   isr: number[];
   low: number;
   high: number;
-  size_bytes: number;
+  error: string | null;
 }
 
 export interface TopicConfig {
@@ -59,6 +65,7 @@ export interface TopicConfig {
 export interface Topic {
   name: string;
   internal: boolean;
+  size_bytes: number | null;
   partitions: PartitionInfo[];
   configs: TopicConfig[];
 }
@@ -67,18 +74,21 @@ export type Encoding = "json" | "text" | "hex" | "base64";
 
 export interface MessageHeader {
   key: string;
-  value: unknown;
-  encoding: Encoding;
+  value: string | null;
+  value_encoding: Encoding | null;
 }
 
 export interface Message {
   partition: number;
   offset: number;
   timestamp: number;
-  key: unknown;
-  key_encoding: Encoding;
-  value: unknown;
-  value_encoding: Encoding;
+  // As text in the encoding named (JSON stays text, exactly as sent); null: Kafka's null.
+  key: string | null;
+  key_encoding: Encoding | null;
+  key_truncated?: boolean;
+  value: string | null;
+  value_encoding: Encoding | null;
+  value_truncated?: boolean;
   headers: MessageHeader[];
   size: number;
 }
@@ -86,6 +96,14 @@ export interface Message {
 export interface Messages {
   messages: Message[];
   next: Record<string, number>;
+  partial: boolean;
+}
+
+// One event of the live stream: the newest records since the last, and how many older
+// ones were left out to keep events small.
+export interface LiveEvent {
+  messages: Message[];
+  skipped: number;
 }
 
 export interface Produced {
@@ -96,13 +114,14 @@ export interface Produced {
 export interface GroupSummary {
   group_id: string;
   state: string;
-  protocol_type: string;
+  simple: boolean;
   members: number;
   lag: number | null;
 }
 
 export interface GroupMember {
   member_id: string;
+  group_instance_id: string | null;
   client_id: string;
   host: string;
   assignments: { topic: string; partitions: number[] }[];
@@ -111,22 +130,23 @@ export interface GroupMember {
 export interface GroupOffset {
   topic: string;
   partition: number;
-  offset: number;
-  high: number;
+  // null: no commit (a partition a member holds)
+  offset: number | null;
+  high: number | null;
   lag: number | null;
-  metadata: string;
 }
 
 export interface Group {
   group_id: string;
   state: string;
   protocol: string;
-  protocol_type: string;
-  coordinator: number | Broker | null;
+  simple: boolean;
+  coordinator: Broker;
   members: GroupMember[];
   offsets: GroupOffset[];
 }
 
 export interface ResetOffsets {
+  executed: boolean;
   offsets: { topic: string; partition: number; previous: number | null; offset: number }[];
 }

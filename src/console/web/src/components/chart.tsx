@@ -63,7 +63,12 @@ export function Chart(props: {
             values: (_: uPlot, splits: number[]) => splits.map((v) => format.current(v)),
           },
         ],
-        scales: { y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] } },
+        scales: {
+          // At least the last minute: with one or two samples uPlot would spread them
+          // over years of axis.
+          x: { time: true, range: (_u, min, max) => [Math.min(min, max - 60), max] },
+          y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] },
+        },
         legend: { live: true },
         cursor: { drag: { x: false, y: false } },
       },

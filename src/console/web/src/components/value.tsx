@@ -3,12 +3,29 @@
 // monospace block.
 import type { Encoding } from "../types";
 
-// JSON longer than this many lines starts folded.
-const kFoldLines = 12;
+// JSON longer than this many lines starts folded to one line (a page of messages reads
+// as a list; a click opens one).
+const kFoldLines = 1;
 
-export function EncodedValue(props: { value: unknown; encoding: Encoding; label: string }) {
+export function EncodedValue(props: {
+  value: string | null;
+  encoding: Encoding | null;
+  truncated?: boolean;
+  label: string;
+}) {
   const { value, encoding } = props;
   if (value === null || value === undefined) return <span class="muted">null</span>;
+  if (props.truncated) {
+    // Only the first 64 KiB came: shown as it is, said so.
+    return (
+      <div>
+        <pre class={encoding === "hex" || encoding === "base64" ? "bytes" : "text"}>
+          {encoding === "hex" ? hexBlock(value) : value}
+        </pre>
+        <span class="muted">(the first 64 KiB)</span>
+      </div>
+    );
+  }
   if (encoding === "json") {
     const pretty = prettyJson(value);
     const lines = pretty.split("\n");
@@ -27,7 +44,7 @@ export function EncodedValue(props: { value: unknown; encoding: Encoding; label:
   return <pre class="text">{String(value)}</pre>;
 }
 
-// The API may carry JSON as the parsed value or as its text.
+// JSON comes as its text (exactly as sent); parsed here to be laid out.
 function parsed(value: unknown): unknown {
   if (typeof value !== "string") return value;
   try {

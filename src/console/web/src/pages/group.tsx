@@ -41,8 +41,7 @@ export function Group(props: { id: string }) {
             <div>
               <dt>Protocol</dt>
               <dd>
-                {g.protocol_type || "none"}
-                {g.protocol ? ` (${g.protocol})` : ""}
+                {g.protocol || (g.simple ? "none (offsets only)" : "none now")}
               </dd>
             </div>
             <div>
@@ -144,7 +143,6 @@ function Offsets(props: { group: GroupData }) {
               <th scope="col" class="num">Offset</th>
               <th scope="col" class="num">High</th>
               <th scope="col" class="num">Lag</th>
-              <th scope="col">Metadata</th>
             </tr>
           </thead>
           <tbody>
@@ -157,7 +155,6 @@ function Offsets(props: { group: GroupData }) {
                 <td class="num">{fmt.count(o.offset)}</td>
                 <td class="num">{fmt.count(o.high)}</td>
                 <td class="num">{fmt.count(o.lag)}</td>
-                <td>{o.metadata}</td>
               </tr>
             ))}
           </tbody>
@@ -240,7 +237,7 @@ function Reset(props: { group: GroupData; onChanged: () => void }) {
     }
   };
 
-  const notEmpty = action.error?.code === "GROUP_NOT_EMPTY";
+  const notEmpty = action.error?.code === "NON_EMPTY_GROUP";
   return (
     <section aria-labelledby="reset">
       <h2 id="reset">Reset offsets</h2>

@@ -38,7 +38,7 @@ export function Groups() {
             <tr>
               <th scope="col">Group</th>
               <th scope="col">State</th>
-              <th scope="col">Protocol type</th>
+              <th scope="col">Kind</th>
               <th scope="col" class="num">Members</th>
               <th scope="col" class="num">Lag</th>
             </tr>
@@ -50,7 +50,7 @@ export function Groups() {
                   <Link href={hrefs.group(g.group_id)}>{g.group_id}</Link>
                 </td>
                 <td>{g.state}</td>
-                <td>{g.protocol_type || <span class="muted">none</span>}</td>
+                <td>{g.simple ? "offsets only" : "consumer group"}</td>
                 <td class="num">{fmt.count(g.members)}</td>
                 <td class="num">{fmt.count(g.lag)}</td>
               </tr>

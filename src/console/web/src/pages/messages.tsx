@@ -8,7 +8,7 @@ import { EncodedValue } from "../components/value";
 import { ErrorBox } from "../components/ui";
 import * as fmt from "../format";
 import { useAction } from "../hooks";
-import type { Message, Messages } from "../types";
+import type { LiveEvent, Message, Messages } from "../types";
 
 const kMaxRows = 1000;
 
@@ -41,6 +41,8 @@ export function MessageBrowser(props: { topic: string; partitions: number }) {
         return;
       }
       q.set("timestamp", String(ms));
+    } else if (order === "oldest") {
+      q.set("start", "oldest");  // the log's first records, not the last ones reversed
     }
     q.set("order", order);
     q.set("limit", limit);
@@ -194,7 +196,7 @@ function LiveFeed(props: {
     source.addEventListener("messages", (e: MessageEvent<string>) => {
       let batch: Message[];
       try {
-        batch = JSON.parse(e.data) as Message[];
+        batch = (JSON.parse(e.data) as LiveEvent).messages;
       } catch {
         return;
       }
@@ -211,7 +213,7 @@ function LiveFeed(props: {
           new ApiError(
             0,
             "LIVE_CLOSED",
-            "the server ended or refused the live stream (at most 16 follow at once); " +
+            "the server ended or refused the live stream (at most 4 follow at once); " +
               "stop and follow again to retry",
           ),
         );
@@ -281,10 +283,20 @@ class MessageRow extends Component<{ m: Message }> {
         <td class="num">{m.offset}</td>
         <td class="time">{fmt.time(m.timestamp)}</td>
         <td class="key">
-          <EncodedValue value={m.key} encoding={m.key_encoding} label={`key at ${where}`} />
+          <EncodedValue
+            value={m.key}
+            encoding={m.key_encoding}
+            truncated={m.key_truncated}
+            label={`key at ${where}`}
+          />
         </td>
         <td class="value">
-          <EncodedValue value={m.value} encoding={m.value_encoding} label={`value at ${where}`} />
+          <EncodedValue
+            value={m.value}
+            encoding={m.value_encoding}
+            truncated={m.value_truncated}
+            label={`value at ${where}`}
+          />
         </td>
         <td class="headers">
           {m.headers.length > 0 && (
@@ -293,7 +305,11 @@ class MessageRow extends Component<{ m: Message }> {
                 <div key={i}>
                   <dt>{h.key}</dt>
                   <dd>
-                    <EncodedValue value={h.value} encoding={h.encoding} label={`header ${h.key}`} />
+                    <EncodedValue
+                      value={h.value}
+                      encoding={h.value_encoding}
+                      label={`header ${h.key}`}
+                    />
                   </dd>
                 </div>
               ))}

@@ -106,7 +106,11 @@ export function Overview() {
             </Card>
             <Card
               label="Pipelines running"
-              value={`${fmt.count(data.pipelines.running)} / ${fmt.count(data.pipelines.total)}`}
+              value={
+                data.pipelines
+                  ? `${fmt.count(data.pipelines.running)} / ${fmt.count(data.pipelines.total)}`
+                  : "–"
+              }
             />
             <Card label="In" value={fmt.byteRate(data.bytes_in_per_sec)} scope />
             <Card label="Out" value={fmt.byteRate(data.bytes_out_per_sec)} scope />

@@ -91,7 +91,7 @@ function Partitions(props: { topic: TopicData; onChanged: () => void }) {
             <th scope="col" class="num">Low</th>
             <th scope="col" class="num">High</th>
             <th scope="col" class="num">Messages</th>
-            <th scope="col" class="num">Size</th>
+            <th scope="col">Error</th>
           </tr>
         </thead>
         <tbody>
@@ -106,7 +106,7 @@ function Partitions(props: { topic: TopicData; onChanged: () => void }) {
               <td class="num">{fmt.count(p.low)}</td>
               <td class="num">{fmt.count(p.high)}</td>
               <td class="num">{fmt.count(p.high - p.low)}</td>
-              <td class="num">{fmt.bytes(p.size_bytes)}</td>
+              <td>{p.error ?? ""}</td>
             </tr>
           ))}
         </tbody>

@@ -64,7 +64,7 @@ export function Topics() {
               <th scope="col" class="num">Replication</th>
               <th scope="col" class="num">Size</th>
               <th scope="col" class="num">Messages</th>
-              <th scope="col" class="num">In</th>
+              <th scope="col" class="num">Messages/s</th>
               <th scope="col">
                 <span class="sr-only">Actions</span>
               </th>
@@ -81,7 +81,7 @@ export function Topics() {
                 <td class="num">{fmt.count(t.replication_factor)}</td>
                 <td class="num">{fmt.bytes(t.size_bytes)}</td>
                 <td class="num">{fmt.count(t.messages)}</td>
-                <td class="num">{fmt.byteRate(t.bytes_in_per_sec)}</td>
+                <td class="num">{fmt.count(Math.round(t.messages_per_sec))}</td>
                 <td class="actions">
                   <button
                     type="button"

@@ -1,0 +1,200 @@
+// The console page in a real browser (Debian's chromium, headless, driven by
+// puppeteer-core) against a real `sluice serve` this script starts on loopback
+// (docs/design/0026-console.md, phase A): every page renders with no script error, a topic
+// is created from the form, the message browser shows records produced through the API
+// (JSON laid out, binary as hex), following live shows records produced while it
+// follows, a group's page shows its offsets; light and dark. Screenshots of every page go
+// to SCREENSHOT_DIR (the README's images are copied from a run).
+//
+// usage: node console_browser_test.js path/to/sluice SCREENSHOT_DIR
+'use strict'
+
+const assert = require('node:assert')
+const { spawn } = require('node:child_process')
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
+const puppeteer = require('puppeteer-core')
+
+const [sluice, shots] = process.argv.slice(2)
+if (!shots) {
+  console.error('usage: node console_browser_test.js path/to/sluice SCREENSHOT_DIR')
+  process.exit(2)
+}
+const CHROMIUM = process.env.SLUICE_CHROMIUM || '/usr/bin/chromium'
+const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
+
+async function until (what, fn, timeoutMs = 30000) {
+  const end = Date.now() + timeoutMs
+  for (;;) {
+    const v = await fn()
+    if (v) return v
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
+    await sleep(100)
+  }
+}
+
+// `sluice serve` on free loopback ports; resolves with its console URL once it listens.
+function startSluice (dir) {
+  const config = path.join(dir, 'sluice.yaml')
+  fs.writeFileSync(config, 'groups:\n  initial_rebalance_delay: 0\n')
+  const proc = spawn(sluice, ['serve', '--config', config, '--data-dir', path.join(dir, 'data'),
+    '--kafka-addr', '127.0.0.1:0', '--http-addr', '127.0.0.1:0', '--pg-addr', 'off',
+    '--schema-registry-addr', 'off', '--shards', '2'], { stdio: ['ignore', 'pipe', 'pipe'] })
+  let out = ''
+  let err = ''
+  proc.stdout.on('data', d => { out += d })
+  proc.stderr.on('data', d => { err += d })
+  const ready = until('sluice serve listening', () => {
+    if (proc.exitCode !== null) throw new Error(`sluice serve exited ${proc.exitCode}:\n${err}`)
+    const m = out.match(/^sluice: console on (http:\/\/127\.0\.0\.1:\d+)\//m)
+    return m && m[1]
+  })
+  return { proc, ready, logs: () => `${out}\n${err.split('\n').slice(-40).join('\n')}` }
+}
+
+async function api (base, method, p, body) {
+  const r = await fetch(base + p, {
+    method,
+    headers: body ? { 'Content-Type': 'application/json', 'X-Sluice-Request': '1' } : {},
+    body: body ? JSON.stringify(body) : undefined
+  })
+  const text = await r.text()
+  return { status: r.status, body: text ? JSON.parse(text) : null }
+}
+
+async function main () {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-browser-'))
+  fs.mkdirSync(shots, { recursive: true })
+  const s = startSluice(dir)
+  let browser
+  const problems = []
+  try {
+    const base = await s.ready
+    assert.strictEqual((await api(base, 'POST', '/api/v1/topics', { name: 'orders', partitions: 3 })).status, 201)
+    for (let i = 0; i < 12; i++) {
+      const r = await api(base, 'POST', '/api/v1/topics/orders/messages', {
+        partition: i % 3,
+        key: `customer-${i % 4}`,
+        value: JSON.stringify({ order: i, customer: `customer-${i % 4}`, amount: 10.5 * i, items: [{ sku: 'A1', qty: i }] }),
+        headers: { source: 'browser-test' }
+      })
+      assert.strictEqual(r.status, 201, JSON.stringify(r.body))
+    }
+    // A group with committed offsets (an admin's reset makes one with no members).
+    assert.strictEqual((await api(base, 'POST', '/api/v1/groups/billing/reset-offsets',
+      { topic: 'orders', to: 'offset', offset: 2 })).status, 200)
+
+    browser = await puppeteer.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      // Root in a container has no user namespaces for chromium's sandbox.
+      args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu']
+    })
+    const page = await browser.newPage()
+    await page.setViewport({ width: 1280, height: 860 })
+    page.on('pageerror', e => problems.push(`page error: ${e.message}`))
+    // (A refusal the page shows, such as the bad topic name below, is logged by the
+    // browser as a failed load with its 4xx status: not a problem of the page.)
+    page.on('console', m => {
+      if (m.type() === 'error' && !/Failed to load resource: .* status of 4\d\d/.test(m.text())) {
+        problems.push(`console error: ${m.text()}`)
+      }
+    })
+    page.on('requestfailed', r => {
+      // A live stream closed by leaving the page is expected.
+      if (!r.url().includes('/messages/live')) problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`)
+    })
+    const text = () => page.evaluate(() => document.body.innerText)
+    const shot = name => page.screenshot({ path: path.join(shots, `${name}.png`), fullPage: true })
+
+    // Overview: the cards, the cluster's broker, a chart.
+    await page.goto(base + '/', { waitUntil: 'networkidle0' })
+    await until('the overview', async () => /Overview/.test(await text()) && /Memory/.test(await text()))
+    await until('the topic count', async () => /Topics\s*1\b/.test(await text()) || /\b1\s*\n?\s*3 partitions/.test(await text()))
+    await shot('overview')
+
+    // Topics: the list, then a topic made from the form.
+    await page.goto(base + '/topics', { waitUntil: 'networkidle0' })
+    await until('orders listed', async () => (await text()).includes('orders'))
+    const createButton = await page.waitForSelector('xpath/.//button[normalize-space()="Create topic"]')
+    await createButton.click()
+    const nameInput = await page.waitForSelector('form[aria-labelledby="create-topic"] input')
+    await nameInput.type('from-the-page')
+    await page.keyboard.press('Enter')
+    await until('the new topic', async () => (await api(base, 'GET', '/api/v1/topics/from-the-page')).status === 200)
+    // Made, the page opens the new topic.
+    await until("the new topic's page", async () => page.url().endsWith('/topics/from-the-page'))
+    await until('the new topic shown', async () => (await text()).includes('from-the-page'))
+    // A name Kafka refuses: the error shows on the page, nothing is made.
+    await page.goto(base + '/topics', { waitUntil: 'networkidle0' })
+    await (await page.waitForSelector('xpath/.//button[normalize-space()="Create topic"]')).click()
+    const again = await page.waitForSelector('form[aria-labelledby="create-topic"] input')
+    await again.click({ clickCount: 3 })
+    await again.type('no spaces allowed')
+    await page.keyboard.press('Enter')
+    await until('the refusal shown', async () => /not allowed|only ASCII|TOPIC_EXCEPTION|INVALID/i.test(await text()))
+    assert.strictEqual((await api(base, 'GET', '/api/v1/topics/no%20spaces%20allowed')).status, 400)
+    await shot('topics')
+
+    // A topic: partitions, configs, messages (JSON laid out).
+    await page.goto(base + '/topics/orders', { waitUntil: 'networkidle0' })
+    await until('the messages', async () => (await text()).includes('customer-3'))
+    const t = await text()
+    assert.ok(t.includes('"amount"'), 'a JSON value laid out')
+    assert.ok(t.includes('browser-test'), 'a header shown')
+    await shot('topic')
+
+    // Following live: records produced while following appear.
+    const follow = await page.waitForSelector('xpath/.//button[normalize-space()="Follow live"]')
+    await follow.click()
+    await sleep(1500) // the stream's consumer starts at the end offsets
+    for (let i = 0; i < 5; i++) {
+      await api(base, 'POST', '/api/v1/topics/orders/messages', { value: `live-record-${i}` })
+    }
+    await until('live records', async () => (await text()).includes('live-record-4'))
+    await shot('topic-live')
+    const stop = await page.waitForSelector('xpath/.//button[normalize-space()="Stop following"]')
+    await stop.click()
+
+    // Groups.
+    await page.goto(base + '/groups', { waitUntil: 'networkidle0' })
+    await until('the group listed', async () => (await text()).includes('billing'))
+    await shot('groups')
+    await page.goto(base + '/groups/billing', { waitUntil: 'networkidle0' })
+    await until('its offsets', async () => (await text()).includes('orders'))
+    await shot('group')
+
+    // Dark.
+    await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: 'dark' }])
+    await page.goto(base + '/', { waitUntil: 'networkidle0' })
+    await until('the overview in dark', async () => /Overview/.test(await text()))
+    const bg = await page.evaluate(() => getComputedStyle(document.body).backgroundColor)
+    const [r, g, b] = bg.match(/\d+/g).map(Number)
+    assert.ok(r + g + b < 200, `a dark background, not ${bg}`)
+    await shot('overview-dark')
+
+    // A path that is no page still loads the page (it says so), and the API's 404 is JSON.
+    await page.goto(base + '/no/such/page', { waitUntil: 'networkidle0' })
+    await until('the page frame', async () => (await text()).length > 0)
+
+    assert.deepStrictEqual(problems, [], 'no script errors or failed requests')
+    await browser.close()
+    browser = null
+    s.proc.kill('SIGTERM')
+    const code = await new Promise(resolve => s.proc.on('exit', resolve))
+    assert.strictEqual(code, 0, `sluice serve exited ${code}`)
+    console.log(`PASS: console_browser_test (screenshots in ${shots})`)
+  } catch (e) {
+    console.log(`FAIL: console_browser_test: ${e.stack || e}`)
+    if (problems.length) console.log(problems.join('\n'))
+    console.log(s.logs())
+    process.exitCode = 1
+  } finally {
+    if (browser) await browser.close().catch(() => {})
+    if (s.proc.exitCode === null) s.proc.kill('SIGKILL')
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+main()
