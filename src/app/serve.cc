@@ -34,6 +34,30 @@
 namespace sluice::app {
 namespace {
 
+// The console's view of the pipelines folder (console::PipelineControl over PipelineSet).
+class ConsolePipelines final : public console::PipelineControl {
+ public:
+  ConsolePipelines(PipelineSet* set, std::string dir) : set_(set), dir_(std::move(dir)) {}
+  std::string dir() const override { return dir_; }
+  std::vector<console::PipelineInfo> List() const override {
+    std::vector<console::PipelineInfo> out;
+    for (const PipelineStatus& s : set_->List()) {
+      out.push_back({s.name, s.file, s.running, s.error, s.messages_in, s.memory_limit_bytes});
+    }
+    return out;
+  }
+  Status Apply(const std::string& file, bool is_new, const std::string& name) override {
+    return is_new ? set_->Add(file) : set_->Restart(name);
+  }
+  Status Restart(const std::string& name) override { return set_->Restart(name); }
+  Status Remove(const std::string& name) override { return set_->Remove(name); }
+  int64_t memory_budget_bytes() const override { return set_->memory_budget_bytes(); }
+
+ private:
+  PipelineSet* set_;
+  std::string dir_;
+};
+
 const Logger kLog("serve");
 
 // The HTTP port when http.addr (--http-addr) does not say otherwise.
@@ -435,6 +459,10 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
       routes.push_back(
           {"/v1/", [c = p->catalog_.get()](const HttpRequest& r) { return c->Handle(r); }});
     }
+    if (p->pipelines_) {
+      p->pipeline_control_ =
+          std::make_unique<ConsolePipelines>(p->pipelines_.get(), options.pipelines_dir);
+    }
     // The console's API (docs/design/0026): a Kafka client of this broker as the HTTP
     // user (their ACLs apply), or as the process itself without a login.
     p->console_ = std::make_unique<console::ConsoleApi>(console::ConsoleApiOptions{
@@ -445,16 +473,7 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
             },
         .data_dir = sc.broker.data_dir,
         .metrics = &MetricsRegistry::Global(),
-        .pipelines =
-            [s = p->pipelines_.get()] {
-              if (s == nullptr) return std::pair<int, int>(0, 0);
-              int running = 0, total = 0;
-              for (const PipelineStatus& ps : s->List()) {
-                ++total;
-                running += ps.running ? 1 : 0;
-              }
-              return std::pair<int, int>(running, total);
-            }});
+        .pipelines = p->pipeline_control_.get()});
     routes.push_back(p->console_->Route());
     routes.push_back(console::ConsoleRoute());  // "/": last, the others match first
     HttpServerOptions http_options;

@@ -42,6 +42,7 @@ class QueryServer;
 
 namespace sluice::console {
 class ConsoleApi;
+class PipelineControl;
 }  // namespace sluice::console
 
 namespace sluice::app {
@@ -99,7 +100,8 @@ class ServeProcess {
   std::shared_ptr<net::TlsContext> tls_;                 // the tls: section's, or null
   std::unique_ptr<SchemaRegistryPort> schema_registry_;  // after the broker, before pipelines
   std::unique_ptr<PipelineSet> pipelines_;
-  std::unique_ptr<console::ConsoleApi> console_;  // before http_, which calls it
+  std::unique_ptr<console::PipelineControl> pipeline_control_;  // over pipelines_
+  std::unique_ptr<console::ConsoleApi> console_;                // before http_, which calls it
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<HttpFrontDoor> http_door_;  // http.addr's socket, in front of http_
   std::unique_ptr<query::QueryEngine> query_engine_;

@@ -19,6 +19,7 @@
 #include "base/http_server.h"
 #include "base/metrics.h"
 #include "console/kafka_ops.h"
+#include "console/pipelines.h"
 
 namespace sluice::console {
 
@@ -29,8 +30,9 @@ struct ConsoleApiOptions {
   // The broker's data directory, for disk use ("": not shown).
   std::string data_dir;
   MetricsRegistry* metrics = nullptr;  // required; outlives the API
-  // Pipelines running and in all (phase B: the pipelines' own API); null: none.
-  std::function<std::pair<int, int>()> pipelines;
+  // The pipelines of `sluice serve --pipelines DIR`; null: no folder (the pipelines API
+  // answers 404 PIPELINES_OFF). Outlives the API.
+  PipelineControl* pipelines = nullptr;
   std::chrono::milliseconds kafka_timeout{10000};
 };
 
@@ -51,7 +53,26 @@ class ConsoleApi {
   void Stop() { stopping_.store(true); }
 
  private:
-  class OpsLease;
+  // A KafkaOps taken from the idle ones of a principal, given back when the request ends
+  // (none after a failure to make one: status() says why).
+  class OpsLease {
+   public:
+    OpsLease(ConsoleApi* api, std::string principal, std::unique_ptr<KafkaOps> ops, Status st)
+        : api_(api),
+          principal_(std::move(principal)),
+          ops_(std::move(ops)),
+          status_(std::move(st)) {}
+    OpsLease(OpsLease&&) = default;
+    ~OpsLease();
+    const Status& status() const { return status_; }
+    KafkaOps* operator->() { return ops_.get(); }
+
+   private:
+    ConsoleApi* api_;
+    std::string principal_;
+    std::unique_ptr<KafkaOps> ops_;
+    Status status_;
+  };
   OpsLease Lease(const std::string& principal);
 
   HttpResponse Overview(const HttpRequest& req);
@@ -59,6 +80,7 @@ class ConsoleApi {
   HttpResponse Messages(const HttpRequest& req, const std::string& topic);
   HttpResponse Live(const HttpRequest& req, const std::string& topic);
   HttpResponse Groups(const HttpRequest& req, const std::vector<std::string>& path);
+  HttpResponse Pipelines(const HttpRequest& req, const std::vector<std::string>& path);
 
   // Bytes on disk per topic under data_dir (cached for 2 s).
   std::map<std::string, int64_t> DiskUse();

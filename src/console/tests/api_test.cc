@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "console/openapi.h"
 
@@ -122,6 +123,84 @@ TEST_F(ApiTest, OtherBodiesAndParameters) {
     HttpResponse r = Ask("POST", "/api/v1/groups/g/reset-offsets", body);
     EXPECT_EQ(r.status, 400) << body << " -> " << r.body;
   }
+}
+
+TEST_F(ApiTest, PipelineFilesAreCheckedLineByLine) {
+  const std::string good = R"(pipeline:
+  name: cities
+  batch_size: 10
+  source:
+    type: kafka
+    kafka:
+      brokers: [127.0.0.1:1]
+      group_id: g
+      auto_offset_reset: earliest
+      topics: [events]
+  handler:
+    type: handlers.InferredMemBatch
+    sql: SELECT city, count(*) AS n FROM batch GROUP BY city
+  sink:
+    type: console
+)";
+  HttpResponse r = Ask("POST", "/api/v1/pipelines/validate", nlohmann::json{{"yaml", good}}.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto j = nlohmann::json::parse(r.body);
+  EXPECT_TRUE(j["valid"]) << r.body;
+  EXPECT_EQ(j["name"], "cities");
+  EXPECT_EQ(j["topics"], nlohmann::json::array({"events"}));
+  EXPECT_TRUE(j["problems"].empty());
+
+  // Two mistakes, each on its line.
+  std::string bad = good;
+  bad.replace(bad.find("batch_size: 10"), 14, "batch_size: ten");
+  bad.replace(bad.find("type: console"), 13, "type: nowhere");
+  r = Ask("POST", "/api/v1/pipelines/validate", nlohmann::json{{"yaml", bad}}.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  j = nlohmann::json::parse(r.body);
+  EXPECT_FALSE(j["valid"]);
+  std::set<int> lines;
+  for (const auto& p : j["problems"]) {
+    if (p["line"].is_number()) lines.insert(p["line"].get<int>());
+    EXPECT_FALSE(p["message"].get<std::string>().empty());
+  }
+  EXPECT_TRUE(lines.contains(3)) << r.body;   // batch_size
+  EXPECT_TRUE(lines.contains(15)) << r.body;  // sink.type
+
+  for (const char* text : {"", "[1, 2", "just text", "pipeline: [1]"}) {
+    r = Ask("POST", "/api/v1/pipelines/validate", nlohmann::json{{"yaml", text}}.dump());
+    ASSERT_EQ(r.status, 200) << text << " -> " << r.body;
+    j = nlohmann::json::parse(r.body);
+    EXPECT_FALSE(j["valid"]) << text;
+    EXPECT_FALSE(j["problems"].empty()) << text;
+  }
+  EXPECT_EQ(Ask("POST", "/api/v1/pipelines/validate", "{}").status, 400);
+  EXPECT_EQ(Ask("POST", "/api/v1/pipelines/validate", "{\"yaml\": 5}").status, 400);
+  EXPECT_EQ(Ask("GET", "/api/v1/pipelines/validate").status, 405);
+  // A preview of a file that does not check says why, before any broker is asked.
+  r = Ask("POST", "/api/v1/pipelines/preview", nlohmann::json{{"yaml", bad}}.dump());
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(Code(r), "INVALID_PIPELINE");
+  EXPECT_EQ(
+      Ask("POST", "/api/v1/pipelines/preview", nlohmann::json{{"yaml", good}, {"limit", 0}}.dump())
+          .status,
+      400);
+}
+
+TEST_F(ApiTest, WithoutAPipelinesFolder) {
+  HttpResponse r = Ask("GET", "/api/v1/pipelines");
+  EXPECT_EQ(r.status, 404);
+  EXPECT_EQ(Code(r), "PIPELINES_OFF");
+  EXPECT_EQ(Code(Ask("PUT", "/api/v1/pipelines/x", "{\"yaml\": \"\"}")), "PIPELINES_OFF");
+}
+
+TEST(PipelineNameTest, FileNamesOnly) {
+  for (const char* ok : {"a", "cities", "my-pipeline_2.v1"})
+    EXPECT_TRUE(ValidPipelineName(ok)) << ok;
+  EXPECT_TRUE(ValidPipelineName(std::string(100, 'x')));
+  for (const char* bad : {"", ".hidden", "a/b", "..", "a b", "é", "a\\b", "a:b"}) {
+    EXPECT_FALSE(ValidPipelineName(bad)) << bad;
+  }
+  EXPECT_FALSE(ValidPipelineName(std::string(101, 'x')));
 }
 
 TEST_F(ApiTest, AnUnreachableBrokerIsAGatewayError) {
