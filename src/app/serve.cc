@@ -468,12 +468,24 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
     p->console_ = std::make_unique<console::ConsoleApi>(console::ConsoleApiOptions{
         .client_for =
             [k = p->kafka_.get()](const std::string& principal) {
-              std::map<std::string, std::string> props = k->InternalClientProperties(principal);
+              // The HTTP login's "User:alice" is the Kafka principal's name "alice" (the
+              // SASL gate adds "User:" again).
+              std::string_view name = principal;
+              if (name.starts_with("User:")) name.remove_prefix(5);
+              std::map<std::string, std::string> props = k->InternalClientProperties(name);
               return kafka::client::Config(props.begin(), props.end());
             },
         .data_dir = sc.broker.data_dir,
         .metrics = &MetricsRegistry::Global(),
-        .pipelines = p->pipeline_control_.get()});
+        .pipelines = p->pipeline_control_.get(),
+        // Without a login on the HTTP port the console would be the process itself, a
+        // super user: not where Kafka asks for logins or checks ACLs.
+        .refusal =
+            http_auth == "none" && (sc.broker.authorization.enabled || sc.broker.sasl.enabled)
+                ? "Kafka here requires logins (sasl.enabled or authorization.enabled) "
+                  "but the HTTP port has none: set http.auth to basic or token to use "
+                  "the console as a Kafka user"
+                : ""});
     routes.push_back(p->console_->Route());
     routes.push_back(console::ConsoleRoute());  // "/": last, the others match first
     HttpServerOptions http_options;

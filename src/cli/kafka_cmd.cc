@@ -535,10 +535,8 @@ int RunTopicConsume(const KafkaCmdFlags& f) {
             start = std::max(p.marks.low, p.marks.high - value);
             break;
           case From::kTime: {
-            auto admin = kafka::client::Admin::Create(*config);
-            if (!admin.ok()) return Fail(cmd, admin.status());
-            auto o = (*admin)->OffsetForTime(t, p.info.partition, value,
-                                             std::chrono::milliseconds(f.timeout_ms));
+            auto o = (*ops)->admin().OffsetForTime(t, p.info.partition, value,
+                                                   std::chrono::milliseconds(f.timeout_ms));
             if (!o.ok()) return Fail(cmd, o.status());
             start = *o;
             break;
@@ -697,9 +695,10 @@ int RunGroupResetOffsets(const KafkaCmdFlags& f) {
   if (!ops.ok()) return Fail(cmd, ops.status());
   std::vector<std::vector<std::string>> rows;
   Json list = Json::array();
+  std::vector<console::ResetRow> all_rows;
   for (const std::string& t : f.reset_topics) {
     console::ResetSpec s = spec;
-    s.execute = f.execute;
+    s.execute = false;  // every topic computed first, then committed in one request
     const size_t colon = t.rfind(':');
     s.topic = t.substr(0, colon);
     if (colon != std::string::npos) {
@@ -717,6 +716,7 @@ int RunGroupResetOffsets(const KafkaCmdFlags& f) {
     }
     auto result = (*ops)->ResetOffsets(f.topics[0], s);
     if (!result.ok()) return Fail(cmd, result.status());
+    all_rows.insert(all_rows.end(), result->begin(), result->end());
     for (const auto& r : *result) {
       rows.push_back({r.topic, std::to_string(r.partition),
                       r.previous < 0 ? "-" : std::to_string(r.previous), std::to_string(r.offset)});
@@ -725,6 +725,9 @@ int RunGroupResetOffsets(const KafkaCmdFlags& f) {
                           {"previous", r.previous < 0 ? Json(nullptr) : Json(r.previous)},
                           {"offset", r.offset}});
     }
+  }
+  if (f.execute) {
+    if (Status st = (*ops)->CommitResets(f.topics[0], all_rows); !st.ok()) return Fail(cmd, st);
   }
   if (f.json) {
     PrintJson(Json{{"executed", f.execute}, {"offsets", list}});

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <deque>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -41,13 +42,13 @@ Json ClusterJson(const ClusterDescription& c) {
 }
 
 void PutBytes(Json& out, const std::string& field, const std::optional<std::string>& bytes,
-              BinaryAs binary) {
+              BinaryAs binary, size_t whole_size) {
   if (!bytes.has_value()) {
     out[field] = nullptr;
     out[field + "_encoding"] = nullptr;
     return;
   }
-  ShownBytes shown = ShowBytes(*bytes, binary);
+  ShownBytes shown = ShowBytes(*bytes, binary, std::max(whole_size, bytes->size()));
   out[field] = shown.text;
   out[field + "_encoding"] = shown.encoding;
   if (shown.truncated) out[field + "_truncated"] = true;
@@ -58,17 +59,17 @@ Json RecordJson(const ReadRecord& r, BinaryAs binary) {
   m["partition"] = r.partition;
   m["offset"] = r.offset;
   m["timestamp"] = r.timestamp_ms;
-  PutBytes(m, "key", r.key, binary);
-  PutBytes(m, "value", r.value, binary);
+  PutBytes(m, "key", r.key, binary, r.key_size);
+  PutBytes(m, "value", r.value, binary, r.value_size);
   Json headers = Json::array();
   for (const auto& h : r.headers) {
     Json hj = Json::object();
     hj["key"] = h.name;
-    PutBytes(hj, "value", h.value, binary);
+    PutBytes(hj, "value", h.value, binary, 0);
     headers.push_back(std::move(hj));
   }
   m["headers"] = std::move(headers);
-  m["size"] = (r.key ? r.key->size() : 0) + (r.value ? r.value->size() : 0);
+  m["size"] = r.key_size + r.value_size;
   return m;
 }
 
@@ -135,7 +136,7 @@ int64_t DirBytes(const std::string& dir) {
   while (dirent* e = readdir(d)) {
     struct stat st {};
     if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
-      total += static_cast<int64_t>(st.st_blocks) * 512;
+      total += static_cast<int64_t>(st.st_size);  // written bytes, not preallocated room
     }
   }
   closedir(d);
@@ -188,6 +189,7 @@ HttpResponse ConsoleApi::Handle(const HttpRequest& req) {
     r.body = OpenApiDocument();
     return r;
   }
+  if (!options_.refusal.empty()) return ErrorResponse(403, "CONSOLE_NEEDS_LOGIN", options_.refusal);
   if (first == "cluster" && path.size() == 1) {
     if (req.method != "GET" && req.method != "HEAD") return MethodNotAllowed(req);
     OpsLease ops = Lease(req.principal);
@@ -581,7 +583,9 @@ HttpResponse ConsoleApi::Live(const HttpRequest& req, const std::string& topic) 
     constexpr size_t kMaxPerEvent = 500;
     constexpr auto kEvery = std::chrono::milliseconds(200);
     if (!out.Write(": following\n\n")) return;
-    std::vector<Json> pending;
+    // The newest kMaxPerEvent records since the last event, as the batches kept them; a
+    // batch is looked at from its end, so the records skipped cost a count, not a copy.
+    std::deque<ReadRecord> pending;
     uint64_t skipped = 0;
     auto last_sent = Clock::now();
     while (!stopping_.load()) {
@@ -591,26 +595,25 @@ HttpResponse ConsoleApi::Live(const HttpRequest& req, const std::string& topic) 
                               Json{{"message", batch.status().message()}}.dump()));
         return;
       }
-      for (size_t i = 0; i < batch->size(); ++i) {
-        kafka::client::Message m = (*batch)[i];
-        ReadRecord rec{m.partition, m.offset, m.timestamp_ms, std::nullopt, std::nullopt, {}};
-        if (!batch->KeyIsNull(i)) rec.key.emplace(m.key);
-        if (!batch->ValueIsNull(i)) rec.value.emplace(m.value);
-        rec.headers = batch->Headers(i);
-        pending.push_back(RecordJson(rec, as));
-        if (pending.size() > kMaxPerEvent) {
-          pending.erase(pending.begin());
-          ++skipped;
-        }
+      const size_t n = batch->size();
+      const size_t keep = std::min(n, kMaxPerEvent);
+      skipped += n - keep;
+      for (size_t i = n - keep; i < n; ++i) pending.push_back(KeepRecord(*batch, i));
+      while (pending.size() > kMaxPerEvent) {
+        pending.pop_front();
+        ++skipped;
       }
       const auto now = Clock::now();
       if (now - last_sent < kEvery) continue;
-      if (pending.empty() && now - last_sent < std::chrono::seconds(3)) continue;
+      // Idle, a comment every second: a write is how a client that went is found.
+      if (pending.empty() && now - last_sent < std::chrono::seconds(1)) continue;
       bool ok;
       if (pending.empty()) {
-        ok = out.Write(": keep-alive\n\n");  // finds a client that went
+        ok = out.Write(": keep-alive\n\n");
       } else {
-        Json data{{"messages", pending}, {"skipped", skipped}};
+        Json messages = Json::array();
+        for (const ReadRecord& rec : pending) messages.push_back(RecordJson(rec, as));
+        Json data{{"messages", std::move(messages)}, {"skipped", skipped}};
         ok = out.Write("event: messages\ndata: " +
                        data.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n\n");
         pending.clear();
@@ -716,9 +719,9 @@ HttpResponse ConsoleApi::Groups(const HttpRequest& req, const std::vector<std::s
       spec.value = *v;
     }
     auto dry = body->find("dry_run");
-    if (dry != body->end() && !dry->is_boolean())
+    if (dry != body->end() && !dry->is_boolean() && !dry->is_null())
       return BadRequest("'dry_run' must be true or false");
-    spec.execute = dry == body->end() || !dry->get<bool>();
+    spec.execute = dry == body->end() || dry->is_null() || !dry->get<bool>();
     Result<std::vector<ResetRow>> rows = ops->ResetOffsets(group, spec);
     if (!rows.ok()) return FromStatus(rows.status());
     Json list = Json::array();

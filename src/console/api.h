@@ -34,6 +34,9 @@ struct ConsoleApiOptions {
   // answers 404 PIPELINES_OFF). Outlives the API.
   PipelineControl* pipelines = nullptr;
   std::chrono::milliseconds kafka_timeout{10000};
+  // When set, every request but /api/v1/openapi.json is refused with it (403
+  // CONSOLE_NEEDS_LOGIN): the API must not act for nobody where Kafka wants logins.
+  std::string refusal;
 };
 
 class ConsoleApi {

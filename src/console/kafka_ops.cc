@@ -6,6 +6,7 @@
 #include <set>
 #include <tuple>
 
+#include "console/message_view.h"
 #include "kafka/client/consumer.h"
 #include "kafka/client/producer.h"
 
@@ -22,6 +23,23 @@ std::chrono::milliseconds Left(Clock::time_point deadline) {
 
 }  // namespace
 
+ReadRecord KeepRecord(const kafka::client::MessageBatch& batch, size_t i) {
+  kafka::client::Message m = batch[i];
+  ReadRecord rec;
+  rec.partition = m.partition;
+  rec.offset = m.offset;
+  rec.timestamp_ms = m.timestamp_ms;
+  rec.key_size = m.key.size();
+  rec.value_size = m.value.size();
+  if (!batch.KeyIsNull(i)) rec.key = CutForShowing(m.key);
+  if (!batch.ValueIsNull(i)) rec.value = CutForShowing(m.value);
+  rec.headers = batch.Headers(i);
+  for (auto& h : rec.headers) {
+    if (h.value && h.value->size() > kMaxShownBytes) h.value->resize(kMaxShownBytes);
+  }
+  return rec;
+}
+
 Result<ResetTo> ParseResetTo(std::string_view s) {
   if (s == "earliest") return ResetTo::kEarliest;
   if (s == "latest") return ResetTo::kLatest;
@@ -34,6 +52,10 @@ Result<std::unique_ptr<KafkaOps>> KafkaOps::Create(kafka::client::Config client,
                                                    std::chrono::milliseconds timeout) {
   std::unique_ptr<KafkaOps> ops(new KafkaOps());
   ops->client_ = std::move(client);
+  // Watermarks and reads as a browser wants them: the high watermark, not the last stable
+  // offset (the admin handle's ListOffsets follow the handle's isolation level).
+  ops->client_["isolation.level"] = "read_uncommitted";
+  ops->client_["allow.auto.create.topics"] = "false";
   ops->timeout_ = timeout;
   ASSIGN_OR_RETURN(ops->admin_, kafka::client::Admin::Create(ops->client_));
   return ops;
@@ -153,6 +175,7 @@ Result<MessagePage> KafkaOps::ReadMessages(const MessageQuery& q) {
     int64_t start = 0, stop = 0;
     int64_t taken = 0;
     bool done = false;
+    std::vector<ReadRecord> records;  // in offset order
   };
   std::map<int32_t, Range> ranges;
   std::vector<TopicPartition> assign;
@@ -183,7 +206,8 @@ Result<MessagePage> KafkaOps::ReadMessages(const MessageQuery& q) {
   }
 
   MessagePage page;
-  std::vector<ReadRecord> read;
+  size_t kept_bytes = 0;
+  bool over_budget = false;
   if (!assign.empty()) {
     kafka::client::Config config = client_;
     config["enable.partition.eof"] = "true";
@@ -196,7 +220,7 @@ Result<MessagePage> KafkaOps::ReadMessages(const MessageQuery& q) {
     auto all_done = [&] {
       return std::all_of(ranges.begin(), ranges.end(), [](const auto& e) { return e.second.done; });
     };
-    while (!all_done() && Clock::now() < deadline) {
+    while (!all_done() && !over_budget && Clock::now() < deadline) {
       ASSIGN_OR_RETURN(kafka::client::MessageBatch batch,
                        consumer->Poll(std::min(Left(deadline), std::chrono::milliseconds(100))));
       if (!batch.errors().empty()) return batch.errors().front();
@@ -210,15 +234,11 @@ Result<MessagePage> KafkaOps::ReadMessages(const MessageQuery& q) {
           r.done = true;
           continue;
         }
-        ReadRecord rec;
-        rec.partition = m.partition;
-        rec.offset = m.offset;
-        rec.timestamp_ms = m.timestamp_ms;
-        if (!batch.KeyIsNull(i)) rec.key.emplace(m.key);
-        if (!batch.ValueIsNull(i)) rec.value.emplace(m.value);
-        rec.headers = batch.Headers(i);
-        read.push_back(std::move(rec));
+        ReadRecord rec = KeepRecord(batch, i);
+        kept_bytes += (rec.key ? rec.key->size() : 0) + (rec.value ? rec.value->size() : 0);
+        r.records.push_back(std::move(rec));
         if (++r.taken >= q.limit || m.offset + 1 >= r.stop) r.done = true;
+        if (kept_bytes > MessageQuery::kMaxPageBytes) over_budget = true;
       }
       for (const auto& end : batch.ends()) {
         auto it = ranges.find(end.partition);
@@ -227,22 +247,61 @@ Result<MessagePage> KafkaOps::ReadMessages(const MessageQuery& q) {
     }
     page.partial = !all_done();
   }
+  // Merged by time, each partition's records kept in offset order and never split: from
+  // the start, the page takes the earliest head of any partition until it has `limit`;
+  // from the newest, the latest tail. So what a page leaves out of a partition is all past
+  // (or, from the newest, before) what it shows, and `next` misses nothing.
+  std::vector<ReadRecord> read;
+  std::map<int32_t, std::pair<size_t, size_t>> window;  // per partition: [first, last) taken
+  for (auto& [p, r] : ranges)
+    window[p] = q.start == StartAt::kNewest
+                    ? std::pair<size_t, size_t>(r.records.size(), r.records.size())
+                    : std::pair<size_t, size_t>(0, 0);
+  while (read.size() < static_cast<size_t>(q.limit)) {
+    int32_t best = -1;
+    const ReadRecord* pick = nullptr;
+    for (auto& [p, r] : ranges) {
+      auto& [first, last] = window[p];
+      if (q.start == StartAt::kNewest) {
+        if (first == 0) continue;
+        const ReadRecord& c = r.records[first - 1];
+        if (pick == nullptr ||
+            std::tie(c.timestamp_ms, c.partition) > std::tie(pick->timestamp_ms, pick->partition)) {
+          pick = &c;
+          best = p;
+        }
+      } else {
+        if (last == r.records.size()) continue;
+        const ReadRecord& c = r.records[last];
+        if (pick == nullptr ||
+            std::tie(c.timestamp_ms, c.partition) < std::tie(pick->timestamp_ms, pick->partition)) {
+          pick = &c;
+          best = p;
+        }
+      }
+    }
+    if (pick == nullptr) break;
+    read.push_back(*pick);
+    if (q.start == StartAt::kNewest) {
+      --window[best].first;
+    } else {
+      ++window[best].second;
+    }
+  }
   auto by_time = [](const ReadRecord& a, const ReadRecord& b) {
     return std::tie(a.timestamp_ms, a.partition, a.offset) <
            std::tie(b.timestamp_ms, b.partition, b.offset);
   };
   std::sort(read.begin(), read.end(), by_time);
-  if (read.size() > static_cast<size_t>(q.limit)) {
-    // The newest `limit` for kNewest; else the first `limit` from the start.
-    if (q.start == StartAt::kNewest) {
-      read.erase(read.begin(), read.end() - q.limit);
-    } else {
-      read.resize(static_cast<size_t>(q.limit));
-    }
+  for (const auto& [p, r] : ranges) {
+    const auto& [first, last] = window.at(p);
+    // Where the next page starts: after the last record taken (from the newest, after
+    // this page's newest of the partition: the log's end when it took any).
+    page.next[p] = q.start == StartAt::kNewest ? (first < r.records.size() ? r.stop : r.start)
+                   : last > 0                  ? r.records[last - 1].offset + 1
+                                               : r.start;
   }
-  for (const auto& [p, r] : ranges) page.next[p] = r.start;
-  for (const ReadRecord& rec : read)
-    page.next[rec.partition] = std::max(page.next[rec.partition], rec.offset + 1);
+  page.partial = page.partial || over_budget;
   page.records = std::move(read);
   return page;
 }
@@ -252,7 +311,16 @@ Result<KafkaOps::Produced> KafkaOps::Produce(const std::string& topic,
                                              std::optional<std::string> key,
                                              std::optional<std::string> value,
                                              const std::vector<RecordHeader>& headers) {
+  // The topic and partition first: librdkafka would wait message.timeout.ms for a topic
+  // that does not exist and then say only that it timed out.
+  ASSIGN_OR_RETURN(std::vector<int32_t> partitions, PartitionsOf(topic));
+  if (partition &&
+      std::find(partitions.begin(), partitions.end(), *partition) == partitions.end()) {
+    return NotFoundError("topic '{}' has no partition {} (UNKNOWN_TOPIC_OR_PART)", topic,
+                         *partition);
+  }
   kafka::client::Config config = client_;
+  config.erase("isolation.level");  // a consumer's
   config["acks"] = "all";
   config["linger.ms"] = "0";
   config["message.timeout.ms"] = std::to_string(timeout_.count());
@@ -349,6 +417,8 @@ Result<std::vector<ResetRow>> KafkaOps::ResetOffsets(const std::string& group,
   const auto deadline = Clock::now() + timeout_;
   ASSIGN_OR_RETURN(std::vector<int32_t> all, PartitionsOf(spec.topic));
   std::vector<int32_t> partitions = spec.partitions.empty() ? all : spec.partitions;
+  std::sort(partitions.begin(), partitions.end());
+  partitions.erase(std::unique(partitions.begin(), partitions.end()), partitions.end());
   for (int32_t p : partitions) {
     if (std::find(all.begin(), all.end(), p) == all.end()) {
       return NotFoundError("topic '{}' has no partition {} (UNKNOWN_TOPIC_OR_PART)", spec.topic, p);
@@ -394,6 +464,12 @@ Result<std::vector<ResetRow>> KafkaOps::ResetOffsets(const std::string& group,
   }
   if (spec.execute) RETURN_IF_ERROR(admin_->AlterGroupOffsets(group, target, Left(deadline)));
   return rows;
+}
+
+Status KafkaOps::CommitResets(const std::string& group, const std::vector<ResetRow>& rows) {
+  std::vector<TopicPartition> target;
+  for (const ResetRow& r : rows) target.push_back({r.topic, r.partition, r.offset});
+  return admin_->AlterGroupOffsets(group, target, timeout_);
 }
 
 Status KafkaOps::DeleteGroup(const std::string& group) {

@@ -19,6 +19,7 @@
 #include "base/status.h"
 #include "kafka/client/admin.h"
 #include "kafka/client/config.h"
+#include "kafka/client/consumer.h"
 
 namespace sluice::console {
 
@@ -67,15 +68,23 @@ struct MessageQuery {
   int limit = 50;  // 1..kMaxLimit
   std::chrono::milliseconds deadline{3000};
   static constexpr int kMaxLimit = 1000;
+  // A page stops reading past this many bytes of keys and values kept (then `partial`).
+  static constexpr size_t kMaxPageBytes = 32 << 20;
 };
 
 struct ReadRecord {
   int32_t partition = 0;
   int64_t offset = 0;
   int64_t timestamp_ms = -1;
-  std::optional<std::string> key, value;  // none: null
+  // none: null. At most kMaxShownBytes of each (message_view.h's CutForShowing); the
+  // sizes are the whole ones.
+  std::optional<std::string> key, value;
+  size_t key_size = 0, value_size = 0;
   std::vector<RecordHeader> headers;
 };
+
+// A record of a batch as a page keeps it (keys and values cut for showing).
+ReadRecord KeepRecord(const kafka::client::MessageBatch& batch, size_t i);
 
 struct MessagePage {
   std::vector<ReadRecord> records;  // by timestamp, then partition and offset
@@ -141,6 +150,8 @@ class KafkaOps {
                       const std::vector<std::string>& remove);
 
   // A page of records (MessageQuery). read_uncommitted: a browser shows what is there.
+  // Each partition's records on a page are consecutive (merged by time, never split), so
+  // reading on from `next` misses none.
   Result<MessagePage> ReadMessages(const MessageQuery& q);
 
   // Produces one record and waits for its acknowledgement (acks=all): where it went.
@@ -163,8 +174,12 @@ class KafkaOps {
   // group is checked for members first so that a dry run says so too.
   Result<std::vector<ResetRow>> ResetOffsets(const std::string& group, const ResetSpec& spec);
   Status DeleteGroup(const std::string& group);
+  // Commits `rows` (ResetOffsets' answers, execute false) for the group in one request:
+  // several topics' resets all or none.
+  Status CommitResets(const std::string& group, const std::vector<ResetRow>& rows);
 
   const kafka::client::Config& client() const { return client_; }
+  kafka::client::Admin& admin() { return *admin_; }
 
  private:
   KafkaOps() = default;

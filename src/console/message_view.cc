@@ -18,10 +18,10 @@ std::string Hex(std::string_view bytes) {
   return out;
 }
 
-ShownBytes ShowBytes(std::string_view bytes, BinaryAs binary) {
+ShownBytes ShowBytes(std::string_view bytes, BinaryAs binary, size_t whole_size) {
   ShownBytes out;
   std::string_view shown = bytes;
-  if (shown.size() > kMaxShownBytes) {
+  if (shown.size() > kMaxShownBytes || whole_size > shown.size()) {
     shown = shown.substr(0, kMaxShownBytes);
     out.truncated = true;
   }

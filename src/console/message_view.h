@@ -21,7 +21,18 @@ inline constexpr size_t kMaxShownBytes = 64 * 1024;
 // `bytes` for a page: the text as is when it is JSON ("json": the page pretty-prints it) or
 // other UTF-8 ("text"), else `binary`'s form. Beyond kMaxShownBytes, the first
 // kMaxShownBytes (cut at a UTF-8 boundary for text; JSON cut is shown as text).
-ShownBytes ShowBytes(std::string_view bytes, BinaryAs binary);
+// `whole_size`: the size of the bytes before a reader cut them (CutForShowing), when it
+// did; `bytes.size()` otherwise.
+ShownBytes ShowBytes(std::string_view bytes, BinaryAs binary, size_t whole_size);
+inline ShownBytes ShowBytes(std::string_view bytes, BinaryAs binary) {
+  return ShowBytes(bytes, binary, bytes.size());
+}
+
+// What a reader keeps of a record's bytes for showing: at most kMaxShownBytes (a page of
+// 1 MB records holds 64 KiB of each).
+inline std::string CutForShowing(std::string_view bytes) {
+  return std::string(bytes.substr(0, kMaxShownBytes));
+}
 
 // Lower-case hex, two digits per byte.
 std::string Hex(std::string_view bytes);

@@ -14,7 +14,14 @@ client:
    run changes nothing, then the reset does; delete;
 4. bad input: malformed bodies and parameters (400 naming the field), the browser guard
    (a form POST and a foreign Origin refused), unknown paths (404), the OpenAPI document;
-5. the terminal: topic create/list/describe --json/alter-config/produce/consume -e -f,
+5. pipelines (a second broker with --pipelines DIR): a file checked line by line, its
+   handler previewed over the topic's messages, written (then running, its rows in the
+   sink's topic), refused when it does not check or names another pipeline (no file
+   left), restarted, removed with its file;
+6. where Kafka wants logins (SASL, ACLs): without http.auth the API refuses (403
+   CONSOLE_NEEDS_LOGIN); with it, each HTTP user is their Kafka principal: a super user
+   may do all, alice is refused a topic an ACL denies her (and sees only what she may);
+7. the terminal: topic create/list/describe --json/alter-config/produce/consume -e -f,
    group describe/reset-offsets (--execute)/delete, cluster info --json; errors exit 1 with
    the broker's reason; a bad -o exits 1; an unreachable cluster fails within its timeout.
 
@@ -32,7 +39,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sluice_broker import check, run_test, wait_until  # noqa: E402
+from sluice_broker import FAST_GROUPS, Broker, check, run_test, wait_until  # noqa: E402
 
 from confluent_kafka import Consumer, Producer  # noqa: E402
 
@@ -162,8 +169,48 @@ def messages(base, broker):
     expect(call(base, "GET", "/api/v1/topics/orders/messages?partition=9"), 404,
            "UNKNOWN_TOPIC_OR_PART", "a partition past the count")
     expect(call(base, "GET", "/api/v1/topics/nope/messages"), 404, "UNKNOWN_TOPIC_OR_PART")
+    # Reads create nothing, though this broker creates topics a Metadata request names.
+    expect(call(base, "GET", "/api/v1/topics/typo-topic"), 404, "UNKNOWN_TOPIC_OR_PART")
+    expect(call(base, "POST", "/api/v1/topics/typo-topic/messages", {"value": "x"}), 404,
+           "UNKNOWN_TOPIC_OR_PART", "a produce to a missing topic")
+    names = [t["name"] for t in expect(call(base, "GET", "/api/v1/topics"), 200)["topics"]]
+    check("typo-topic" not in names, f"a read created the topic: {names}")
     lst = {t["name"]: t for t in expect(call(base, "GET", "/api/v1/topics"), 200)["topics"]}
     check(lst["orders"]["messages"] == 8 and lst["orders"]["size_bytes"] > 0, f"{lst['orders']}")
+    # Page by page from the oldest, each page from `next`: every record once.
+    seen_pages = set()
+    nxt = None
+    for _ in range(20):
+        if nxt is None:
+            page = expect(call(base, "GET", "/api/v1/topics/orders/messages?start=oldest&limit=3"), 200)
+        else:
+            # One partition at a time is how a page continues; all of them, from each next.
+            page = {"messages": [], "next": {}}
+            for p_, o_ in nxt.items():
+                part = expect(call(base, "GET", f"/api/v1/topics/orders/messages?partition={p_}"
+                                   f"&offset={o_}&limit=3"), 200)
+                page["messages"] += part["messages"]
+                page["next"].update(part["next"])
+        for m in page["messages"]:
+            check((m["partition"], m["offset"]) not in seen_pages, f"read twice: {m}")
+            seen_pages.add((m["partition"], m["offset"]))
+        if not page["messages"]:
+            break
+        nxt = page["next"]
+    check(len(seen_pages) == 8, f"paging read {len(seen_pages)} of 8")
+    # An open transaction's records are there to see (read_uncommitted), and the high
+    # watermark counts them.
+    tp = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "console-open"})
+    tp.init_transactions(30)
+    tp.begin_transaction()
+    tp.produce("orders", value=b"uncommitted", partition=3)
+    tp.flush(30)
+    d = expect(call(base, "GET", "/api/v1/topics/orders"), 200)
+    p3 = [p_ for p_ in d["partitions"] if p_["partition"] == 3][0]
+    check(p3["high"] == 2, f"the high watermark counts the open transaction: {p3}")
+    page = expect(call(base, "GET", "/api/v1/topics/orders/messages?partition=3"), 200)
+    check(any(m["value"] == "uncommitted" for m in page["messages"]), f"uncommitted shown: {page}")
+    tp.abort_transaction(30)
     print("messages: produced, browsed by position, time, partition and encoding")
 
     # The live stream: opened, then records produced show up in its events.
@@ -277,9 +324,6 @@ def bad_input(base):
     expect(call(base, "GET", "/api/v1/nothing"), 404, "NOT_FOUND")
     expect(call(base, "PUT", "/api/v1/topics"), 405)
     # The browser guard: a form POST (no proof) and another site's page.
-    s, _ = call(base, "POST", "/api/v1/topics", raw=b"name=x",
-                headers={"Content-Type": "application/x-www-form-urlencoded",
-                         "X-Sluice-Request": ""})
     req = urllib.request.Request(base + "/api/v1/topics", data=b"name=x", method="POST",
                                  headers={"Content-Type": "application/x-www-form-urlencoded"})
     try:
@@ -365,13 +409,180 @@ def body(broker):
     terminal(broker)
 
 
+PIPELINE = """pipeline:
+  name: {name}
+  batch_size: 100
+  flush_interval_seconds: 1
+  source:
+    type: kafka
+    kafka:
+      brokers: [{bootstrap}]
+      group_id: cities
+      auto_offset_reset: earliest
+      topics: [visits]
+  handler:
+    type: handlers.InferredMemBatch
+    sql: SELECT city, count(*) AS visits FROM batch GROUP BY city ORDER BY city
+  sink:
+    type: kafka
+    kafka:
+      brokers: [{bootstrap}]
+      topic: city-visits
+"""
+
+
+def pipelines(broker, folder):
+    base = http_base(broker)
+    listed = expect(call(base, "GET", "/api/v1/pipelines"), 200)
+    check(listed["pipelines"] == [] and listed["dir"] == folder, f"an empty folder: {listed}")
+    yaml = PIPELINE.format(name="cities", bootstrap=broker.bootstrap)
+    v = expect(call(base, "POST", "/api/v1/pipelines/validate", {"yaml": yaml}), 200)
+    check(v["valid"] and v["name"] == "cities" and v["topics"] == ["visits"], f"validate: {v}")
+    bad = yaml.replace("batch_size: 100", "batch_size: many")
+    v = expect(call(base, "POST", "/api/v1/pipelines/validate", {"yaml": bad}), 200)
+    check(not v["valid"] and any(p["line"] == 3 for p in v["problems"]), f"a problem on line 3: {v}")
+    expect(call(base, "POST", "/api/v1/topics", {"name": "visits", "partitions": 2}), 201)
+    for i, city in enumerate(["Oslo", "Lima", "Oslo", "Pune", "Oslo", "Lima"]):
+        expect(call(base, "POST", "/api/v1/topics/visits/messages",
+                    {"partition": i % 2, "value": json.dumps({"city": city, "n": i})}), 201)
+    pv = expect(call(base, "POST", "/api/v1/pipelines/preview", {"yaml": yaml}), 200)
+    check(pv["messages"] == 6 and pv["rows"] == [{"city": "Lima", "visits": 2},
+                                                 {"city": "Oslo", "visits": 3},
+                                                 {"city": "Pune", "visits": 1}],
+          f"preview: {pv}")
+    expect(call(base, "POST", "/api/v1/pipelines/preview", {"yaml": bad}), 400, "INVALID_PIPELINE")
+    # Refused: a file that does not check, a name that is not the file's; nothing left.
+    expect(call(base, "PUT", "/api/v1/pipelines/cities", {"yaml": bad}), 400, "INVALID_PIPELINE")
+    expect(call(base, "PUT", "/api/v1/pipelines/towns", {"yaml": yaml}), 400, "INVALID_PIPELINE_NAME")
+    expect(call(base, "PUT", "/api/v1/pipelines/..%2Fescape", {"yaml": yaml}), 400,
+           "INVALID_PIPELINE_NAME")
+    check(os.listdir(folder) == [], f"no file left: {os.listdir(folder)}")
+    made = expect(call(base, "PUT", "/api/v1/pipelines/cities", {"yaml": yaml}), 201)
+    check(made["state"] == "running" and made["file"] == os.path.join(folder, "cities.yaml"),
+          f"made: {made}")
+    got = expect(call(base, "GET", "/api/v1/pipelines/cities"), 200)
+    check(got["yaml"] == yaml, "the file holds what was sent")
+
+    def counted():
+        page = call(base, "GET", "/api/v1/topics/city-visits/messages?limit=100")[1]
+        if not isinstance(page, dict) or "messages" not in page:
+            return None
+        rows = [json.loads(m["value"]) for m in page["messages"]]
+        return rows if sum(r["visits"] for r in rows) >= 6 else None
+    rows = wait_until(counted, 60, "the pipeline's rows in city-visits")
+    totals = {}
+    for r in rows:
+        totals[r["city"]] = totals.get(r["city"], 0) + r["visits"]
+    check(totals == {"Lima": 2, "Oslo": 3, "Pune": 1}, f"what the pipeline wrote: {rows}")
+    listed = expect(call(base, "GET", "/api/v1/pipelines"), 200)["pipelines"]
+    check([p["name"] for p in listed] == ["cities"] and listed[0]["messages_in"] >= 6, f"{listed}")
+    ov = expect(call(base, "GET", "/api/v1/overview"), 200)
+    check(ov["pipelines"] == {"running": 1, "total": 1}, f"overview: {ov['pipelines']}")
+    # A change: written over the same file and restarted with it.
+    changed = yaml.replace("ORDER BY city", "ORDER BY visits DESC")
+    expect(call(base, "PUT", "/api/v1/pipelines/cities", {"yaml": changed}), 200)
+    check(open(os.path.join(folder, "cities.yaml")).read() == changed, "the file changed")
+    expect(call(base, "POST", "/api/v1/pipelines/cities/restart"), 200)
+    expect(call(base, "POST", "/api/v1/pipelines/nope/restart"), 404, "UNKNOWN_PIPELINE")
+    expect(call(base, "DELETE", "/api/v1/pipelines/cities"), 204)
+    check(os.listdir(folder) == [], "the file removed with the pipeline")
+    check(expect(call(base, "GET", "/api/v1/pipelines"), 200)["pipelines"] == [], "none left")
+    print("pipelines: checked, previewed, written, run, changed, removed")
+
+
+def pipelines_test():
+    broker = Broker(SLUICE, FAST_GROUPS)
+    folder = os.path.join(broker.tmp, "pipelines")
+    os.makedirs(folder)
+    broker.extra_args += ["--pipelines", folder]
+    try:
+        broker.start()
+        pipelines(broker, folder)
+        check(broker.stop() == 0, "sluice serve stopped with 0")
+        print("PASS: console_api_test (pipelines)")
+        return 0
+    except Exception as e:  # the verdict
+        import traceback
+        traceback.print_exc()
+        print(f"FAIL: console_api_test (pipelines): {e}")
+        print(broker.logs())
+        return 1
+    finally:
+        broker.cleanup()
+
+
+SECURED = FAST_GROUPS + """sasl:
+  enabled: true
+  mechanisms: [SCRAM-SHA-256]
+  users: ["admin:admin-secret", "alice:alice-secret"]
+authorization:
+  enabled: true
+  super_users: ["User:admin"]
+"""
+
+
+def secured_test():
+    def run(http_auth, body):
+        broker = Broker(SLUICE, SECURED + f"http:\n  auth: {http_auth}\n")
+        try:
+            broker.start()
+            body(broker, http_base(broker))
+            check(broker.stop() == 0, "sluice serve stopped with 0")
+            return 0
+        except Exception as e:  # the verdict
+            import traceback
+            traceback.print_exc()
+            print(f"FAIL: console_api_test (secured, http.auth {http_auth}): {e}")
+            print(broker.logs())
+            return 1
+        finally:
+            broker.cleanup()
+
+    def no_login(broker, base):
+        expect(call(base, "GET", "/api/v1/topics"), 403, "CONSOLE_NEEDS_LOGIN", "no login")
+        expect(call(base, "POST", "/api/v1/topics", {"name": "payroll"}), 403, "CONSOLE_NEEDS_LOGIN")
+
+    def basic(name):
+        import base64
+        token = base64.b64encode(f"{name}:{name}-secret".encode()).decode()
+        return {"Authorization": f"Basic {token}"}
+
+    def logins(broker, base):
+        admin, alice = basic("admin"), basic("alice")
+        expect(call(base, "POST", "/api/v1/topics", {"name": "pub", "partitions": 1}, admin), 201)
+        expect(call(base, "POST", "/api/v1/topics/pub/messages", {"value": "confidential"}, admin), 201)
+        page = expect(call(base, "GET", "/api/v1/topics/pub/messages", headers=admin), 200)
+        check([m["value"] for m in page["messages"]] == ["confidential"], f"admin reads: {page}")
+        expect(call(base, "GET", "/api/v1/topics/pub/messages", headers=alice), 403,
+               "TOPIC_AUTHORIZATION_FAILED", "alice without an ACL")
+        env = dict(os.environ, SLUICE_SASL_PASSWORD="admin-secret")
+        for args in (["--allow-principal", "User:*", "--operation", "All", "--topic", "pub"],
+                     ["--deny-principal", "User:alice", "--operation", "Read", "--topic", "pub"]):
+            r = subprocess.run([SLUICE, "acl", "add", *args, "--bootstrap", broker.bootstrap,
+                                "--sasl-user", "admin"], capture_output=True, text=True, env=env,
+                               timeout=60)
+            check(r.returncode == 0, f"acl add {args}: {r.stderr}")
+        expect(call(base, "GET", "/api/v1/topics/pub/messages", headers=alice), 403,
+               "TOPIC_AUTHORIZATION_FAILED", "alice denied by an ACL")
+        listed = expect(call(base, "GET", "/api/v1/topics", headers=alice), 200)["topics"]
+        check([t["name"] for t in listed] == ["pub"], f"alice lists what she may describe: {listed}")
+        expect(call(base, "GET", "/api/v1/topics"), 401, what="no credentials")
+
+    rc = run("none", no_login) or run("basic", logins)
+    if rc == 0:
+        print("PASS: console_api_test (secured)")
+    return rc
+
+
 def main():
     global SLUICE
     if len(sys.argv) != 2:
         print(__doc__.strip().splitlines()[-1])
         return 2
     SLUICE = sys.argv[1]
-    return run_test("console_api_test", SLUICE, body)
+    config = FAST_GROUPS + "topics:\n  auto_create: true\n"
+    return (run_test("console_api_test", SLUICE, body, config=config) or pipelines_test()
+            or secured_test())
 
 
 if __name__ == "__main__":

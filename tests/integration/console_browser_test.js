@@ -174,9 +174,12 @@ async function main () {
     assert.ok(r + g + b < 200, `a dark background, not ${bg}`)
     await shot('overview-dark')
 
-    // A path that is no page still loads the page (it says so), and the API's 404 is JSON.
+    // A path that is no page still loads the page, and an unknown API path is a JSON 404.
     await page.goto(base + '/no/such/page', { waitUntil: 'networkidle0' })
-    await until('the page frame', async () => (await text()).length > 0)
+    await until('the page frame', async () => /Overview/.test(await text()))
+    const missing = await api(base, 'GET', '/api/v1/no/such/thing')
+    assert.strictEqual(missing.status, 404)
+    assert.strictEqual(missing.body.error.code, 'NOT_FOUND')
 
     assert.deepStrictEqual(problems, [], 'no script errors or failed requests')
     await browser.close()

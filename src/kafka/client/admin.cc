@@ -28,7 +28,12 @@ Status TopicResultStatus(const rd_kafka_topic_result_t* const* results, size_t c
 
 Result<std::unique_ptr<Admin>> Admin::Create(const Config& config) {
   std::unique_ptr<Admin> a(new Admin());
-  ASSIGN_OR_RETURN(detail::ConfPtr conf, detail::MakeConf(config, "admin", a.get()));
+  Config effective = config;
+  // A producer handle would ask brokers to create every topic its Metadata requests name
+  // (allow.auto.create.topics defaults to true for producers): a describe of a mistyped
+  // name would make it. Kept when the caller set it.
+  effective.emplace("allow.auto.create.topics", "false");
+  ASSIGN_OR_RETURN(detail::ConfPtr conf, detail::MakeConf(effective, "admin", a.get()));
   // Admin requests are answered on their own queues; a producer handle is what
   // librdkafka's own admin clients use.
   ASSIGN_OR_RETURN(a->rk_, detail::NewHandle(RD_KAFKA_PRODUCER, std::move(conf), "admin"));
