@@ -387,7 +387,7 @@ int RunTopicConsume(const KafkaCmdFlags& f) {
   auto config = ClientConfig(f);
   if (!config.ok()) return Fail(cmd, config.status());
   // Where to start: -o start|end|N|-N|@TIME, or --from-time TIME.
-  enum class From { kStart, kEnd, kOffset, kFromEnd, kTime } from = From::kStart;
+  enum class From { kStart, kEnd, kOffset, kFromEnd, kFromStart, kTime } from = From::kStart;
   int64_t value = 0;
   std::string spec = f.from_time.empty() ? f.offset : "@" + f.from_time;
   if (spec == "start" || spec == "oldest" || spec == "beginning") {
@@ -404,11 +404,12 @@ int RunTopicConsume(const KafkaCmdFlags& f) {
   } else {
     std::string_view digits = spec;
     const bool back = digits.starts_with("-");
-    if (back) digits.remove_prefix(1);
+    const bool ahead = digits.starts_with("+");  // rpk's +N: N after the log start
+    if (back || ahead) digits.remove_prefix(1);
     auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
     if (digits.empty() || ec != std::errc() || p != digits.data() + digits.size() || value < 0)
-      return Fail(cmd, fmt::format("-o '{}': start, end, N, -N or @TIME", spec));
-    from = back ? From::kFromEnd : From::kOffset;
+      return Fail(cmd, fmt::format("-o '{}': start, end, N, -N, +N or @TIME", spec));
+    from = back ? From::kFromEnd : ahead ? From::kFromStart : From::kOffset;
   }
   const std::string format = f.format;
   uint64_t printed = 0;
@@ -502,7 +503,8 @@ int RunTopicConsume(const KafkaCmdFlags& f) {
     (*config)["group.id"] = f.group;
     (*config)["enable.auto.commit"] = "true";
     (*config)["auto.offset.reset"] = from == From::kEnd ? "latest" : "earliest";
-    if (from == From::kOffset || from == From::kFromEnd || from == From::kTime)
+    if (from == From::kOffset || from == From::kFromEnd || from == From::kFromStart ||
+        from == From::kTime)
       return Fail(cmd,
                   "with -g the group's committed offsets decide; -o takes start or end there "
                   "(reset a group with `sluice group reset-offsets`)");
@@ -533,6 +535,9 @@ int RunTopicConsume(const KafkaCmdFlags& f) {
             break;
           case From::kFromEnd:
             start = std::max(p.marks.low, p.marks.high - value);
+            break;
+          case From::kFromStart:
+            start = std::min(p.marks.high, p.marks.low + value);
             break;
           case From::kTime: {
             auto o = (*ops)->admin().OffsetForTime(t, p.info.partition, value,

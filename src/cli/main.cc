@@ -805,7 +805,7 @@ int main(int argc, char** argv) {
   topic_consume->add_option("topics", kafka_flags.topics, "the topic(s)")->required();
   topic_consume
       ->add_option("-o,--offset", kafka_flags.offset,
-                   "start, end, N, -N (N before the end) or @TIME")
+                   "start, end, N, -N (N before the end), +N (N after the start) or @TIME")
       ->capture_default_str();
   topic_consume->add_option("--from-time", kafka_flags.from_time,
                             "start at this time (RFC 3339, YYYY-MM-DD, or ms since 1970)");
