@@ -24,6 +24,12 @@ PipelineProblem ProblemOf(std::string_view line) {
     if (ec == std::errc() && end < rest.data() + rest.size() && *end == ':') {
       p.line = n;
       rest.remove_prefix(static_cast<size_t>(end - rest.data()) + 1);
+      // A YAML syntax error names the column too ("12:7: not valid YAML").
+      int column = 0;
+      auto [cend, cec] = std::from_chars(rest.data(), rest.data() + rest.size(), column);
+      if (cec == std::errc() && cend < rest.data() + rest.size() && *cend == ':') {
+        rest.remove_prefix(static_cast<size_t>(cend - rest.data()) + 1);
+      }
       while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
     }
     p.message = std::string(rest);

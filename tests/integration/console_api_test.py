@@ -442,6 +442,7 @@ def pipelines(broker, folder):
     v = expect(call(base, "POST", "/api/v1/pipelines/validate", {"yaml": bad}), 200)
     check(not v["valid"] and any(p["line"] == 3 for p in v["problems"]), f"a problem on line 3: {v}")
     expect(call(base, "POST", "/api/v1/topics", {"name": "visits", "partitions": 2}), 201)
+    expect(call(base, "POST", "/api/v1/topics", {"name": "city-visits"}), 201)
     for i, city in enumerate(["Oslo", "Lima", "Oslo", "Pune", "Oslo", "Lima"]):
         expect(call(base, "POST", "/api/v1/topics/visits/messages",
                     {"partition": i % 2, "value": json.dumps({"city": city, "n": i})}), 201)

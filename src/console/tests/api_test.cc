@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -166,6 +167,15 @@ TEST_F(ApiTest, PipelineFilesAreCheckedLineByLine) {
   EXPECT_TRUE(lines.contains(3)) << r.body;   // batch_size
   EXPECT_TRUE(lines.contains(15)) << r.body;  // sink.type
 
+  // A YAML syntax error: its line, the column left out of the message.
+  r = Ask("POST", "/api/v1/pipelines/validate",
+          nlohmann::json{{"yaml", "pipeline:\n  name: x\n  source: [1,\n"}}.dump());
+  j = nlohmann::json::parse(r.body);
+  ASSERT_FALSE(j["problems"].empty()) << r.body;
+  EXPECT_TRUE(j["problems"][0]["line"].is_number()) << r.body;
+  EXPECT_FALSE(
+      std::isdigit(static_cast<unsigned char>(j["problems"][0]["message"].get<std::string>()[0])))
+      << r.body;
   for (const char* text : {"", "[1, 2", "just text", "pipeline: [1]"}) {
     r = Ask("POST", "/api/v1/pipelines/validate", nlohmann::json{{"yaml", text}}.dump());
     ASSERT_EQ(r.status, 200) << text << " -> " << r.body;

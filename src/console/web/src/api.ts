@@ -4,11 +4,13 @@
 
 export class ApiError extends Error {
   // `code` is the API's (TOPIC_ALREADY_EXISTS, NON_EMPTY_GROUP, ...), else HTTP_<status>,
-  // or NETWORK when no answer came.
+  // or NETWORK when no answer came. `body`: the whole JSON answer of an API error, for
+  // errors that carry more than a message (INVALID_PIPELINE's problems).
   constructor(
     readonly status: number,
     readonly code: string,
     message: string,
+    readonly body?: unknown,
   ) {
     super(message);
   }
@@ -54,7 +56,7 @@ export async function request<T>(method: Method, path: string, body?: unknown): 
 function toError(status: number, parsed: unknown, text: string): ApiError {
   const err = (parsed as { error?: { code?: unknown; message?: unknown } } | undefined)?.error;
   if (err && typeof err.code === "string") {
-    return new ApiError(status, err.code, typeof err.message === "string" ? err.message : "");
+    return new ApiError(status, err.code, typeof err.message === "string" ? err.message : "", parsed);
   }
   const line = text.trim().split("\n")[0] ?? "";
   return new ApiError(status, `HTTP_${status}`, line.slice(0, 300) || `HTTP ${status}`);
@@ -79,4 +81,9 @@ export const paths = {
   groups: "/api/v1/groups",
   group: (g: string) => `/api/v1/groups/${enc(g)}`,
   resetOffsets: (g: string) => `/api/v1/groups/${enc(g)}/reset-offsets`,
+  pipelines: "/api/v1/pipelines",
+  pipeline: (p: string) => `/api/v1/pipelines/${enc(p)}`,
+  restartPipeline: (p: string) => `/api/v1/pipelines/${enc(p)}/restart`,
+  validatePipeline: "/api/v1/pipelines/validate",
+  previewPipeline: "/api/v1/pipelines/preview",
 };

@@ -6,6 +6,8 @@ import { Group } from "./pages/group";
 import { Groups } from "./pages/groups";
 import { Overview } from "./pages/overview";
 import { Later } from "./pages/later";
+import { NewPipeline, Pipeline } from "./pages/pipeline";
+import { Pipelines } from "./pages/pipelines";
 import { Topic } from "./pages/topic";
 import { Topics } from "./pages/topics";
 import { match, usePath, type Route } from "./router";
@@ -16,7 +18,7 @@ const kNav: { href: string; label: string; pages: Route["page"][] }[] = [
   { href: "/", label: "Overview", pages: ["overview"] },
   { href: "/topics", label: "Topics", pages: ["topics", "topic"] },
   { href: "/groups", label: "Consumer groups", pages: ["groups", "group"] },
-  { href: "/pipelines", label: "Pipelines", pages: ["pipelines"] },
+  { href: "/pipelines", label: "Pipelines", pages: ["pipelines", "new-pipeline", "pipeline"] },
   { href: "/tables", label: "Tables", pages: ["tables"] },
   { href: "/sql", label: "SQL", pages: ["sql"] },
 ];
@@ -69,6 +71,11 @@ function Page(props: { route: Route }) {
     case "group":
       return <Group key={r.id} id={r.id} />;
     case "pipelines":
+      return <Pipelines />;
+    case "new-pipeline":
+      return <NewPipeline />;
+    case "pipeline":
+      return <Pipeline key={r.name} name={r.name} />;
     case "tables":
     case "sql":
       return <Later page={r.page} />;

@@ -46,7 +46,10 @@ export type Route =
   | { page: "topic"; name: string }
   | { page: "groups" }
   | { page: "group"; id: string }
-  | { page: "pipelines" | "tables" | "sql" }
+  | { page: "pipelines" }
+  | { page: "tables" | "sql" }
+  | { page: "new-pipeline" }
+  | { page: "pipeline"; name: string }
   | { page: "not-found" };
 
 export function match(path: string): Route {
@@ -76,6 +79,12 @@ export function match(path: string): Route {
   if (names.length === 2 && second !== undefined && second !== "") {
     if (first === "topics") return { page: "topic", name: second };
     if (first === "groups") return { page: "group", id: second };
+    if (first === "pipelines") {
+      // "/pipelines/new" is the editor of a new pipeline; a pipeline named "new" has the
+      // address "/pipelines/%6Eew" (hrefs.pipeline), told apart before decoding.
+      if (parts[1] === "new") return { page: "new-pipeline" };
+      return { page: "pipeline", name: second };
+    }
   }
   return { page: "not-found" };
 }
@@ -83,4 +92,7 @@ export function match(path: string): Route {
 export const hrefs = {
   topic: (name: string) => `/topics/${encodeURIComponent(name)}`,
   group: (id: string) => `/groups/${encodeURIComponent(id)}`,
+  newPipeline: "/pipelines/new",
+  pipeline: (name: string) =>
+    name === "new" ? "/pipelines/%6Eew" : `/pipelines/${encodeURIComponent(name)}`,
 };

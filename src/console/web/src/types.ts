@@ -150,3 +150,54 @@ export interface ResetOffsets {
   executed: boolean;
   offsets: { topic: string; partition: number; previous: number | null; offset: number }[];
 }
+
+export type PipelineState = "running" | "stopped" | "failed";
+
+export interface PipelineInfo {
+  name: string;
+  file: string;
+  state: PipelineState;
+  // Why it stopped, when it stopped on an error.
+  error: string | null;
+  messages_in: number;
+  memory_limit_bytes: number;
+}
+
+export interface Pipelines {
+  dir: string;
+  memory_budget_bytes: number;
+  pipelines: PipelineInfo[];
+}
+
+// One pipeline with its file's text (null: the file could not be read).
+export interface Pipeline extends PipelineInfo {
+  yaml: string | null;
+}
+
+export interface PipelineProblem {
+  line: number | null;  // 1-based; null: not tied to a line
+  message: string;
+}
+
+// POST /api/v1/pipelines/validate; also the body of an INVALID_PIPELINE error.
+export interface PipelineCheck {
+  valid: boolean;
+  // pipeline.name ("" when the file has none); null when the file does not check.
+  name: string | null;
+  topics: string[];
+  problems: PipelineProblem[];
+  // "pipeline.yaml:12: pipeline.sink.kafka: ..." or "pipeline.yaml: ...".
+  warnings: string[];
+  // `sluice pipeline validate`'s summary, when valid.
+  description: string | null;
+}
+
+// POST /api/v1/pipelines/preview: the handler's rows for the newest messages of `topic`.
+export interface PipelinePreview {
+  topic: string;
+  messages: number;
+  // Each an object of column → value (a row that was not JSON comes as its text).
+  rows: unknown[];
+  // "message N: reason"
+  errors: string[];
+}

@@ -1,12 +1,8 @@
-// Pipelines, tables and SQL: in the navigation now, built in phase B of the console
+// Tables and SQL: in the navigation now, built in phase B of the console
 // (docs/design/0026-console.md #10). No made-up data meanwhile.
 import { useTitle } from "../hooks";
 
 const kText = {
-  pipelines: {
-    title: "Pipelines",
-    what: "the SQL pipelines of this process: create them in an editor with validation, start, stop and restart them, and preview one on sampled messages",
-  },
   tables: {
     title: "Tables",
     what: "the lake's tables: their schemas, snapshots and files",
