@@ -3,7 +3,9 @@
 // (docs/design/0026-console.md, phase A): every page renders with no script error, a topic
 // is created from the form, the message browser shows records produced through the API
 // (JSON laid out, binary as hex), following live shows records produced while it
-// follows, a group's page shows its offsets; light and dark. Screenshots of every page go
+// follows, a group's page shows its offsets, a pipeline is written in the editor (its
+// problems under their lines, its rows previewed over the topic's messages), saved and
+// runs; light and dark. Screenshots of every page go
 // to SCREENSHOT_DIR (the README's images are copied from a run).
 //
 // usage: node console_browser_test.js path/to/sluice SCREENSHOT_DIR
@@ -38,7 +40,9 @@ async function until (what, fn, timeoutMs = 30000) {
 function startSluice (dir) {
   const config = path.join(dir, 'sluice.yaml')
   fs.writeFileSync(config, 'groups:\n  initial_rebalance_delay: 0\n')
+  fs.mkdirSync(path.join(dir, 'pipelines'))
   const proc = spawn(sluice, ['serve', '--config', config, '--data-dir', path.join(dir, 'data'),
+    '--pipelines', path.join(dir, 'pipelines'),
     '--kafka-addr', '127.0.0.1:0', '--http-addr', '127.0.0.1:0', '--pg-addr', 'off',
     '--schema-registry-addr', 'off', '--shards', '2'], { stdio: ['ignore', 'pipe', 'pipe'] })
   let out = ''
@@ -50,7 +54,8 @@ function startSluice (dir) {
     const m = out.match(/^sluice: console on (http:\/\/127\.0\.0\.1:\d+)\//m)
     return m && m[1]
   })
-  return { proc, ready, logs: () => `${out}\n${err.split('\n').slice(-40).join('\n')}` }
+  const kafka = () => out.match(/^sluice: serving Kafka on (127\.0\.0\.1:\d+) /m)[1]
+  return { proc, ready, kafka, logs: () => `${out}\n${err.split('\n').slice(-40).join('\n')}` }
 }
 
 async function api (base, method, p, body) {
@@ -164,6 +169,63 @@ async function main () {
     await page.goto(base + '/groups/billing', { waitUntil: 'networkidle0' })
     await until('its offsets', async () => (await text()).includes('orders'))
     await shot('group')
+
+    // A pipeline written in the editor: a mistake shown under its line, the rows
+    // previewed over the topic's messages, then saved and running.
+    const kafkaAddr = s.kafka()
+    const pipelineYaml = bad => `pipeline:
+  name: by-customer
+  batch_size: ${bad ? 'lots' : '100'}
+  source:
+    type: kafka
+    kafka:
+      brokers: [${kafkaAddr}]
+      group_id: by-customer
+      auto_offset_reset: earliest
+      topics: [orders]
+  handler:
+    type: handlers.InferredMemBatch
+    sql: SELECT customer, count(*) AS orders FROM batch WHERE customer IS NOT NULL GROUP BY customer ORDER BY customer
+  sink:
+    type: console
+`
+    await page.goto(base + '/pipelines/new', { waitUntil: 'networkidle0' })
+    const editor = await page.waitForSelector('[data-testid="pipeline-editor"] >>> .cm-content')
+    const setText = async text => {
+      await editor.click()
+      await page.keyboard.down('Control')
+      await page.keyboard.press('KeyA')
+      await page.keyboard.up('Control')
+      await editor.evaluate((el, t) => {
+        const data = new DataTransfer()
+        data.setData('text/plain', t)
+        el.dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }))
+      }, text)
+    }
+    await setText(pipelineYaml(true))
+    await until('the problem under line 3', async () => {
+      const problems = await page.$eval('[data-testid="pipeline-problems"]', el => el.innerText).catch(() => '')
+      return /line 3/.test(problems) && /batch_size/.test(problems)
+    })
+    await shot('pipeline-problem')
+    await setText(pipelineYaml(false))
+    await until('no problems left', async () =>
+      (await page.$eval('[data-testid="pipeline-problems"]', el => el.innerText).catch(() => '')).trim() === '')
+    await (await page.waitForSelector('xpath/.//button[normalize-space()="Preview"]')).click()
+    await until('the preview rows', async () => {
+      const rows = await page.$eval('[data-testid="preview-rows"]', el => el.innerText).catch(() => '')
+      return rows.includes('customer-0') && rows.includes('customer-3')
+    })
+    await shot('pipeline-preview')
+    await (await page.waitForSelector('xpath/.//button[normalize-space()="Save and start"]')).click()
+    await until('the saved pipeline page', async () => page.url().endsWith('/pipelines/by-customer'))
+    await until('the pipeline running', async () => {
+      const r = await api(base, 'GET', '/api/v1/pipelines/by-customer')
+      return r.status === 200 && r.body.state === 'running'
+    })
+    await page.goto(base + '/pipelines', { waitUntil: 'networkidle0' })
+    await until('the pipeline listed', async () => (await text()).includes('by-customer'))
+    await shot('pipelines')
 
     // Dark.
     await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: 'dark' }])
