@@ -485,7 +485,16 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
                 ? "Kafka here requires logins (sasl.enabled or authorization.enabled) "
                   "but the HTTP port has none: set http.auth to basic or token to use "
                   "the console as a Kafka user"
-                : ""});
+                : "",
+        // Pipelines run SQL, sinks and templates as the process: with ACLs on, only its
+        // super users may touch them (without, every user may do everything anyway).
+        .may_run_pipelines =
+            http_auth == "none" || !sc.broker.authorization.enabled
+                ? std::function<bool(const std::string&)>()
+                : std::function<bool(const std::string&)>(
+                      [supers = sc.broker.authorization.super_users](const std::string& who) {
+                        return std::find(supers.begin(), supers.end(), who) != supers.end();
+                      })});
     routes.push_back(p->console_->Route());
     routes.push_back(console::ConsoleRoute());  // "/": last, the others match first
     HttpServerOptions http_options;

@@ -37,6 +37,11 @@ struct ConsoleApiOptions {
   // When set, every request but /api/v1/openapi.json is refused with it (403
   // CONSOLE_NEEDS_LOGIN): the API must not act for nobody where Kafka wants logins.
   std::string refusal;
+  // Whether `principal` may check, preview, write, restart or remove pipelines: a pipeline
+  // runs its SQL in DuckDB, its sinks and its {{ env }} templates as the process (it can
+  // read and write the process's files and environment), so only whom the process would
+  // trust with its own files. Null: everyone who may use the API.
+  std::function<bool(const std::string& principal)> may_run_pipelines;
 };
 
 class ConsoleApi {

@@ -90,6 +90,15 @@ HttpResponse Invalid(const PipelineCheck& c) {
 
 HttpResponse ConsoleApi::Pipelines(const HttpRequest& req, const std::vector<std::string>& path) {
   PipelineControl* control = options_.pipelines;
+  // Reading the list is for everyone who may log in; a pipeline's file (it may hold
+  // credentials) and every check, preview and change are not.
+  const bool listing = path.size() == 1 && (req.method == "GET" || req.method == "HEAD");
+  if (!listing && options_.may_run_pipelines && !options_.may_run_pipelines(req.principal)) {
+    return ErrorResponse(403, "PIPELINES_NEED_SUPER_USER",
+                         "pipelines run SQL, sinks and templates as the sluice process: only "
+                         "a super user (authorization.super_users) may read, check, preview or "
+                         "change them");
+  }
   // Checking and previewing need no folder: a page may try a pipeline before there is one.
   if (path.size() == 2 && path[1] == "validate") {
     if (req.method != "POST") return MethodNotAllowed(req);

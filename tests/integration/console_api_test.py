@@ -20,7 +20,8 @@ client:
    left), restarted, removed with its file;
 6. where Kafka wants logins (SASL, ACLs): without http.auth the API refuses (403
    CONSOLE_NEEDS_LOGIN); with it, each HTTP user is their Kafka principal: a super user
-   may do all, alice is refused a topic an ACL denies her (and sees only what she may);
+   may do all, alice is refused a topic an ACL denies her (and sees only what she may),
+   and may not check or preview a pipeline (it would run SQL as the process);
 7. the terminal: topic create/list/describe --json/alter-config/produce/consume -e -f,
    group describe/reset-offsets (--execute)/delete, cluster info --json; errors exit 1 with
    the broker's reason; a bad -o exits 1; an unreachable cluster fails within its timeout.
@@ -568,6 +569,14 @@ def secured_test():
         listed = expect(call(base, "GET", "/api/v1/topics", headers=alice), 200)["topics"]
         check([t["name"] for t in listed] == ["pub"], f"alice lists what she may describe: {listed}")
         expect(call(base, "GET", "/api/v1/topics"), 401, what="no credentials")
+        # Pipelines run SQL as the process: a super user may preview one, alice may not.
+        yaml = PIPELINE.format(name="pubs", bootstrap=broker.bootstrap).replace("[visits]", "[pub]")
+        expect(call(base, "POST", "/api/v1/pipelines/validate", {"yaml": yaml}, alice), 403,
+               "PIPELINES_NEED_SUPER_USER", "alice checks a pipeline")
+        expect(call(base, "POST", "/api/v1/pipelines/preview", {"yaml": yaml}, alice), 403,
+               "PIPELINES_NEED_SUPER_USER", "alice previews a pipeline")
+        v = expect(call(base, "POST", "/api/v1/pipelines/validate", {"yaml": yaml}, admin), 200)
+        check(v["valid"], f"the admin checks it: {v}")
 
     rc = run("none", no_login) or run("basic", logins)
     if rc == 0:
