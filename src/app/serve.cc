@@ -486,11 +486,15 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
                   "but the HTTP port has none: set http.auth to basic or token to use "
                   "the console as a Kafka user"
                 : "",
-        // Pipelines run SQL, sinks and templates as the process: with ACLs on, only its
-        // super users may touch them (without, every user may do everything anyway).
+        // Pipelines run SQL, sinks and templates as the process: with logins, only its
+        // super users may touch them; without, only on a loopback port (whoever reaches it
+        // is on this machine).
         .may_run_pipelines =
-            http_auth == "none" || !sc.broker.authorization.enabled
-                ? std::function<bool(const std::string&)>()
+            http_auth == "none"
+                ? std::function<bool(const std::string&)>(
+                      [open = http_addr.starts_with("127.") ||
+                              http_addr.starts_with("localhost:") ||
+                              http_addr.starts_with("[::1]:")](const std::string&) { return open; })
                 : std::function<bool(const std::string&)>(
                       [supers = sc.broker.authorization.super_users](const std::string& who) {
                         return std::find(supers.begin(), supers.end(), who) != supers.end();

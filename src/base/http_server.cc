@@ -222,6 +222,14 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& addr,
   std::unique_ptr<HttpServer> s(new HttpServer());
   s->server_ = std::make_unique<httplib::Server>();
   s->host_ = host_port.first;
+  // A connection holds one of the server's threads from its first request until it ends,
+  // including httplib's wait for a next request on it (keep-alive), also after its client
+  // went: the front door ends the server's side only when the server does. With 8 threads
+  // and a 5 s wait, a ninth connection within 5 s of eight others waited for one of them
+  // (seconds, for a page's API calls). More threads (a browser opens 6 connections, live
+  // streams hold theirs) and a 1 s wait.
+  s->server_->new_task_queue = [] { return new httplib::ThreadPool(kServerThreads); };
+  s->server_->set_keep_alive_timeout(1);
   // httplib sets SO_REUSEPORT too, which lets a second process bind a port in use.
   s->server_->set_socket_options([](int sock) {
     int yes = 1;

@@ -132,6 +132,8 @@ struct HttpServerOptions {
 
 class HttpServer {
  public:
+  // The threads that answer requests (a connection holds one while it is open).
+  static constexpr int kServerThreads = 32;
   // "" when healthy, else what is wrong (one line per problem). Called on the server's
   // thread, for each /healthz request.
   using HealthCheck = std::function<std::string()>;

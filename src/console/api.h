@@ -46,7 +46,7 @@ struct ConsoleApiOptions {
 
 class ConsoleApi {
  public:
-  // Live message streams at once (each holds one of the HTTP server's 8 threads).
+  // Live message streams at once (each holds one of the HTTP server's 32 threads).
   static constexpr int kMaxLiveStreams = 4;
 
   explicit ConsoleApi(ConsoleApiOptions options);

@@ -2,12 +2,15 @@
 // `sluice serve --pipelines DIR` as the files of that folder, checked line by line,
 // previewed over sampled messages, written, restarted and removed.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 
 #include "console/api.h"
@@ -47,12 +50,16 @@ Result<std::string> ReadText(const std::string& path) {
   return s.str();
 }
 
-// Writes `text` to `path` through a temporary file and a rename, so that the folder never
-// holds half a pipeline (PipelineSet::Reload may read it at any time).
+// Writes `text` to `path` through a temporary file of its own and a rename, so that the
+// folder never holds half a pipeline; the file keeps the mode of the one it replaces (a
+// pipeline file may hold credentials), a new one is 0600.
 Status WriteText(const std::string& path, std::string_view text) {
-  const std::string tmp = path + ".console-tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  std::string tmp = path + ".console-XXXXXX";
+  int fd = ::mkstemp(tmp.data());
   if (fd < 0) return IOError("cannot write {}: {}", tmp, std::strerror(errno));
+  struct stat old {};
+  const mode_t mode = ::stat(path.c_str(), &old) == 0 ? (old.st_mode & 07777) : 0600;
+  (void)::fchmod(fd, mode);
   size_t done = 0;
   while (done < text.size()) {
     ssize_t n = ::write(fd, text.data() + done, text.size() - done);
@@ -90,6 +97,8 @@ HttpResponse Invalid(const PipelineCheck& c) {
 
 HttpResponse ConsoleApi::Pipelines(const HttpRequest& req, const std::vector<std::string>& path) {
   PipelineControl* control = options_.pipelines;
+  // One change of the folder at a time: a write, its start and its undo are one step.
+  static std::mutex changes;
   // Reading the list is for everyone who may log in; a pipeline's file (it may hold
   // credentials) and every check, preview and change are not.
   const bool listing = path.size() == 1 && (req.method == "GET" || req.method == "HEAD");
@@ -97,7 +106,7 @@ HttpResponse ConsoleApi::Pipelines(const HttpRequest& req, const std::vector<std
     return ErrorResponse(403, "PIPELINES_NEED_SUPER_USER",
                          "pipelines run SQL, sinks and templates as the sluice process: only "
                          "a super user (authorization.super_users) may read, check, preview or "
-                         "change them");
+                         "change them, or anyone on a loopback HTTP port without logins");
   }
   // Checking and previewing need no folder: a page may try a pipeline before there is one.
   if (path.size() == 2 && path[1] == "validate") {
@@ -131,6 +140,11 @@ HttpResponse ConsoleApi::Pipelines(const HttpRequest& req, const std::vector<std
     if (!page.ok()) return FromStatus(page.status());
     Result<PipelinePreview> preview = PreviewPipeline(text, topic, page->records);
     if (!preview.ok()) {
+      if (preview.status().code() == StatusCode::kResourceExhausted) {
+        HttpResponse busy = ErrorResponse(429, "PREVIEW_BUSY", preview.status().message());
+        busy.headers.emplace_back("Retry-After", "2");
+        return busy;
+      }
       return ErrorResponse(400, "PREVIEW_FAILED", preview.status().message());
     }
     Json rows = Json::array();
@@ -163,9 +177,29 @@ HttpResponse ConsoleApi::Pipelines(const HttpRequest& req, const std::vector<std
                                      "-, not starting with '.'",
                                      name));
   }
+  std::unique_lock<std::mutex> lock(changes, std::defer_lock);
+  if (req.method != "GET" && req.method != "HEAD") lock.lock();
   std::optional<PipelineInfo> current;
   for (PipelineInfo& p : control->List()) {
     if (p.name == name) current = std::move(p);
+  }
+  // A file the folder only links to (or holds elsewhere) is not the console's to rewrite
+  // or remove: the link's target may be anyone's.
+  auto in_folder = [&](const std::string& file) {
+    const size_t slash = file.rfind('/');
+    if (slash == std::string::npos) return false;
+    std::error_code ec;
+    const auto folder = std::filesystem::canonical(control->dir(), ec);
+    if (ec || std::filesystem::path(file.substr(0, slash)) != folder) return false;
+    struct stat st {};
+    const std::string entry = control->dir() + "/" + file.substr(slash + 1);
+    return ::lstat(entry.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  };
+  if (current && (req.method == "PUT" || req.method == "DELETE") && !in_folder(current->file)) {
+    return ErrorResponse(409, "PIPELINE_FILE_ELSEWHERE",
+                         fmt::format("{} is not a file of {} itself (a link, or elsewhere): change "
+                                     "it there",
+                                     current->file, control->dir()));
   }
   if (path.size() == 2) {
     if (req.method == "GET" || req.method == "HEAD") {
@@ -204,10 +238,16 @@ HttpResponse ConsoleApi::Pipelines(const HttpRequest& req, const std::vector<std
       Status applied = control->Apply(file, !current.has_value(), name);
       if (!applied.ok()) {
         // Nothing changed running: the folder goes back to what it held.
-        if (previous) {
-          (void)WriteText(file, *previous);
-        } else {
-          ::unlink(file.c_str());
+        Status undone = previous
+                            ? WriteText(file, *previous)
+                            : (::unlink(file.c_str()) == 0 || errno == ENOENT
+                                   ? Status::OK()
+                                   : IOError("cannot remove {}: {}", file, std::strerror(errno)));
+        if (!undone.ok()) {
+          return ErrorResponse(500, "IO_ERROR",
+                               fmt::format("not started ({}), and the folder could not be put "
+                                           "back: {}",
+                                           applied.message(), undone.message()));
         }
         return ErrorResponse(applied.code() == StatusCode::kInvalidArgument ? 400 : 409,
                              "PIPELINE_NOT_STARTED", applied.message());
@@ -220,6 +260,12 @@ HttpResponse ConsoleApi::Pipelines(const HttpRequest& req, const std::vector<std
     if (req.method == "DELETE") {
       if (!current)
         return ErrorResponse(404, "UNKNOWN_PIPELINE", fmt::format("no pipeline '{}'", name));
+      // Its file must be removable before it stops, else it would start again next time.
+      if (::access(control->dir().c_str(), W_OK) != 0) {
+        return ErrorResponse(500, "IO_ERROR",
+                             fmt::format("{} cannot be removed ({}): the pipeline keeps running",
+                                         current->file, std::strerror(errno)));
+      }
       if (Status st = control->Remove(name); !st.ok()) return FromStatus(st);
       // Its file goes too, else the next reload would start it again.
       if (::unlink(current->file.c_str()) != 0 && errno != ENOENT) {

@@ -55,6 +55,12 @@ HttpResponse FromStatus(const Status& st) {
       status = 504;
       if (code.empty()) code = "TIMED_OUT";
       break;
+    case StatusCode::kIOError:
+      // The broker or the network (librdkafka's errors end in their name), else this
+      // machine's files.
+      status = code.empty() ? 500 : 502;
+      if (code.empty()) code = "IO_ERROR";
+      break;
     default:
       status = 502;
       if (code.empty()) code = "KAFKA_ERROR";

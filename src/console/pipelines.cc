@@ -78,13 +78,24 @@ Result<PipelinePreview> PreviewPipeline(std::string_view yaml, const std::string
                                         const std::vector<ReadRecord>& records) {
   ASSIGN_OR_RETURN(pipeline::PipelineConfig config,
                    pipeline::ParsePipeline(yaml, kOrigin, pipeline::ProcessEnv()));
-  // One preview at a time in the process: each opens a DuckDB of the pipeline's limits.
+  // One preview at a time in the process, refused rather than queued: a handler that runs
+  // long holds only its own request.
   static std::mutex one_at_a_time;
-  std::lock_guard<std::mutex> lock(one_at_a_time);
+  std::unique_lock<std::mutex> lock(one_at_a_time, std::try_to_lock);
+  if (!lock.owns_lock()) {
+    return ResourceExhaustedError("another preview is running; try again when it is done");
+  }
+  // Small and shut in: a quarter GiB, one thread, no files, network or extensions (the
+  // file's commands run too), no state file.
+  constexpr int64_t kPreviewMemory = int64_t{256} << 20;
+  if (config.duckdb.memory_limit_bytes <= 0 || config.duckdb.memory_limit_bytes > kPreviewMemory)
+    config.duckdb.memory_limit_bytes = kPreviewMemory;
+  config.duckdb.threads = 1;
+  config.state.reset();
   MetricsRegistry metrics;  // its own: a preview is no pipeline of the process's
-  ASSIGN_OR_RETURN(auto runner,
-                   pipeline::PipelineRunner::Create(std::move(config),
-                                                    {.metrics = &metrics, .without_sinks = true}));
+  ASSIGN_OR_RETURN(auto runner, pipeline::PipelineRunner::Create(
+                                    std::move(config),
+                                    {.metrics = &metrics, .without_sinks = true, .sandbox = true}));
   std::vector<kafka::client::Message> messages;
   messages.reserve(records.size());
   for (const ReadRecord& r : records) {

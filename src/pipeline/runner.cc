@@ -249,6 +249,14 @@ Result<std::unique_ptr<PipelineRunner>> PipelineRunner::Create(PipelineConfig co
     }
     impl.state_db = std::move(state_db).value();
   }
+  if (options.sandbox) {
+    for (const char* set :
+         {"SET enable_external_access = false", "SET autoinstall_known_extensions = false",
+          "SET autoload_known_extensions = false", "SET allow_community_extensions = false",
+          "SET lock_configuration = true"}) {
+      RETURN_IF_ERROR(impl.conn->Execute(set));
+    }
+  }
   for (const SqlCommand& cmd : c.commands) {
     Status st = impl.conn->Execute(cmd.sql);
     if (!st.ok()) {

@@ -59,6 +59,10 @@ struct RunnerOptions {
   std::shared_ptr<schema::SchemaSource> schemas;
   // Make no sinks (for Invoke, which never writes to one).
   bool without_sinks = false;
+  // Lock DuckDB down before the pipeline's commands run: no files, no network, no
+  // extensions to install or load, settings locked (the console's preview of a file an
+  // HTTP user wrote; docs/design/0026-console.md).
+  bool sandbox = false;
   // Tests: the source Run reads instead of a KafkaSource over the pipeline's source.
   std::function<Result<std::unique_ptr<Source>>(const SourceCounters&)> make_source;
   // Tests: makes every sink (pipeline, window, table managers', DLQ) instead of MakeSink.

@@ -453,6 +453,17 @@ def pipelines(broker, folder):
                                                  {"city": "Pune", "visits": 1}],
           f"preview: {pv}")
     expect(call(base, "POST", "/api/v1/pipelines/preview", {"yaml": bad}), 400, "INVALID_PIPELINE")
+    # A preview is shut in: its SQL reads no file, its commands write none.
+    snoop = yaml.replace("SELECT city, count(*) AS visits FROM batch GROUP BY city ORDER BY city",
+                         "SELECT * FROM read_csv('/etc/passwd', header = false)")
+    r = expect(call(base, "POST", "/api/v1/pipelines/preview", {"yaml": snoop}), 400, "PREVIEW_FAILED")
+    check("root" not in json.dumps(r), f"a preview read /etc/passwd: {r}")
+    written = os.path.join(folder, "..", "written-by-preview.csv")
+    writer = yaml.replace("pipeline:\n", f"commands:\n  - name: w\n    sql: COPY (SELECT 1 AS x) TO '{written}'\npipeline:\n", 1)
+    v = expect(call(base, "POST", "/api/v1/pipelines/validate", {"yaml": writer}), 200)
+    check(v["valid"], f"the writer checks: {v}")
+    expect(call(base, "POST", "/api/v1/pipelines/preview", {"yaml": writer}), 400, "PREVIEW_FAILED")
+    check(not os.path.exists(written), "a preview's command wrote a file")
     # Refused: a file that does not check, a name that is not the file's; nothing left.
     expect(call(base, "PUT", "/api/v1/pipelines/cities", {"yaml": bad}), 400, "INVALID_PIPELINE")
     expect(call(base, "PUT", "/api/v1/pipelines/towns", {"yaml": yaml}), 400, "INVALID_PIPELINE_NAME")
@@ -464,6 +475,8 @@ def pipelines(broker, folder):
           f"made: {made}")
     got = expect(call(base, "GET", "/api/v1/pipelines/cities"), 200)
     check(got["yaml"] == yaml, "the file holds what was sent")
+    mode = os.stat(os.path.join(folder, "cities.yaml")).st_mode & 0o777
+    check(mode == 0o600, f"a new pipeline file is private: {oct(mode)}")
 
     def counted():
         page = call(base, "GET", "/api/v1/topics/city-visits/messages?limit=100")[1]
@@ -484,6 +497,7 @@ def pipelines(broker, folder):
     changed = yaml.replace("ORDER BY city", "ORDER BY visits DESC")
     expect(call(base, "PUT", "/api/v1/pipelines/cities", {"yaml": changed}), 200)
     check(open(os.path.join(folder, "cities.yaml")).read() == changed, "the file changed")
+    check(os.listdir(folder) == ["cities.yaml"], f"no temporary file left: {os.listdir(folder)}")
     expect(call(base, "POST", "/api/v1/pipelines/cities/restart"), 200)
     expect(call(base, "POST", "/api/v1/pipelines/nope/restart"), 404, "UNKNOWN_PIPELINE")
     expect(call(base, "DELETE", "/api/v1/pipelines/cities"), 204)
