@@ -240,15 +240,15 @@ std::map<std::string, int64_t> ConsoleApi::DiskUse() {
 HttpResponse ConsoleApi::Overview(const HttpRequest& req) {
   OpsLease ops = Lease(req.principal);
   if (!ops.status().ok()) return FromStatus(ops.status());
-  Result<std::vector<TopicSummary>> topics = ops->ListTopics(true);
-  if (!topics.ok()) return FromStatus(topics.status());
-  Result<ClusterDescription> cluster = ops->Cluster();
+  // One Metadata request: the counts need no offsets (the page polls this every 2 s).
+  Result<ClusterDescription> cluster =
+      ops->admin().DescribeCluster(true, {}, options_.kafka_timeout);
   if (!cluster.ok()) return FromStatus(cluster.status());
   int partitions = 0, user_topics = 0;
-  for (const TopicSummary& t : *topics) {
+  for (const auto& t : cluster->topics) {
     if (t.internal) continue;
     ++user_topics;
-    partitions += t.partitions;
+    partitions += static_cast<int>(t.partitions.size());
   }
   MetricsRegistry& m = *options_.metrics;
   const uint64_t in = m.GetCounter("sluice_kafka_produce_bytes_total", "").value();
@@ -631,7 +631,7 @@ HttpResponse ConsoleApi::Groups(const HttpRequest& req, const std::vector<std::s
   if (!ops.status().ok()) return FromStatus(ops.status());
   if (path.size() == 1) {
     if (req.method != "GET" && req.method != "HEAD") return MethodNotAllowed(req);
-    Result<std::vector<GroupSummary>> groups = ops->ListGroups(true);
+    Result<std::vector<GroupSummary>> groups = ops->ListGroups();
     if (!groups.ok()) return FromStatus(groups.status());
     Json list = Json::array();
     for (const GroupSummary& g : *groups) {

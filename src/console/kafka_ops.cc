@@ -342,25 +342,22 @@ Result<KafkaOps::Produced> KafkaOps::Produce(const std::string& topic,
 
 Result<std::vector<GroupListing>> KafkaOps::GroupListings() { return admin_->ListGroups(timeout_); }
 
-Result<std::vector<GroupSummary>> KafkaOps::ListGroups(bool with_lag) {
+Result<std::vector<GroupSummary>> KafkaOps::ListGroups() {
   ASSIGN_OR_RETURN(std::vector<GroupListing> groups, admin_->ListGroups(timeout_));
   std::vector<GroupSummary> out;
   for (GroupListing& g : groups) {
     GroupSummary s;
-    Result<GroupDescription> d = admin_->DescribeGroup(g.group_id, timeout_);
-    if (d.ok()) s.members = d->members.size();
-    if (with_lag) {
-      Result<GroupDetail> detail = DescribeGroup(g.group_id);
-      if (detail.ok()) {
-        int64_t lag = 0;
-        bool known = true;
-        for (const GroupOffset& o : detail->offsets) {
-          if (o.offset < 0) continue;
-          if (o.lag < 0) known = false;
-          lag += std::max<int64_t>(o.lag, 0);
-        }
-        if (known) s.lag = lag;
+    Result<GroupDetail> detail = DescribeGroup(g.group_id);
+    if (detail.ok()) {
+      s.members = detail->description.members.size();
+      int64_t lag = 0;
+      bool known = true;
+      for (const GroupOffset& o : detail->offsets) {
+        if (o.offset < 0) continue;
+        if (o.lag < 0) known = false;
+        lag += std::max<int64_t>(o.lag, 0);
       }
+      if (known) s.lag = lag;
     }
     s.listing = std::move(g);
     out.push_back(std::move(s));

@@ -165,8 +165,8 @@ class KafkaOps {
 
   // Every group, as ListConsumerGroups says (one request per broker).
   Result<std::vector<GroupListing>> GroupListings();
-  // Every group, with its member count and lag when `with_lag` (a request per group).
-  Result<std::vector<GroupSummary>> ListGroups(bool with_lag);
+  // Every group, with its member count and lag (DescribeGroup of each).
+  Result<std::vector<GroupSummary>> ListGroups();
   // NotFound (GROUP_ID_NOT_FOUND) when no broker knows the group.
   Result<GroupDetail> DescribeGroup(const std::string& group);
   // Computes the new offsets (ResetSpec) and, with `execute`, commits them; the coordinator

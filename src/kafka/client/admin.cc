@@ -134,39 +134,11 @@ Result<std::vector<Admin::TopicInfo>> Admin::ListTopics(std::chrono::millisecond
 
 Result<std::string> Admin::TopicConfig(std::string_view topic, std::string_view name,
                                        std::chrono::milliseconds timeout) {
-  std::string what = fmt::format("config {} of topic '{}'", name, topic);
-  std::string topic_name(topic);
-  std::unique_ptr<rd_kafka_ConfigResource_t, decltype(&rd_kafka_ConfigResource_destroy)> resource(
-      rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic_name.c_str()),
-      &rd_kafka_ConfigResource_destroy);
-  ASSIGN_OR_RETURN(AdminOptionsPtr options,
-                   MakeOptions(rk_.get(), RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS, timeout, what));
-  QueuePtr queue(rd_kafka_queue_new(rk_.get()));
-  rd_kafka_ConfigResource_t* resources[] = {resource.get()};
-  rd_kafka_DescribeConfigs(rk_.get(), resources, 1, options.get(), queue.get());
-  ASSIGN_OR_RETURN(EventPtr ev, WaitResult(queue.get(), timeout, what));
-  const rd_kafka_DescribeConfigs_result_t* result = rd_kafka_event_DescribeConfigs_result(ev.get());
-  if (result == nullptr)
-    return InternalError("{}: unexpected event {}", what, rd_kafka_event_name(ev.get()));
-  size_t count = 0;
-  const rd_kafka_ConfigResource_t** described =
-      rd_kafka_DescribeConfigs_result_resources(result, &count);
-  for (size_t i = 0; i < count; ++i) {
-    rd_kafka_resp_err_t err = rd_kafka_ConfigResource_error(described[i]);
-    if (err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART)
-      return NotFoundError("{}: no such topic", what);
-    RETURN_IF_ERROR(detail::ErrorStatus(err, what));
-    size_t entries = 0;
-    const rd_kafka_ConfigEntry_t** configs =
-        rd_kafka_ConfigResource_configs(described[i], &entries);
-    for (size_t j = 0; j < entries; ++j) {
-      const char* entry_name = rd_kafka_ConfigEntry_name(configs[j]);
-      const char* value = rd_kafka_ConfigEntry_value(configs[j]);
-      if (entry_name != nullptr && name == entry_name)
-        return std::string(value != nullptr ? value : "");
-    }
+  ASSIGN_OR_RETURN(std::vector<ConfigEntry> configs, DescribeTopicConfigs(topic, timeout));
+  for (const ConfigEntry& c : configs) {
+    if (c.name == name) return c.value.value_or("");
   }
-  return NotFoundError("{}: not in the broker's answer", what);
+  return NotFoundError("config {} of topic '{}': not in the broker's answer", name, topic);
 }
 
 Result<Watermarks> Admin::QueryWatermarks(std::string_view topic, int32_t partition,
