@@ -329,6 +329,7 @@ Status ClusterController::ListAll() {
     }
   }
   listed_revision_ = all.header.revision;
+  seen_revision_ = std::max(seen_revision_, listed_revision_);
   return Status::OK();
 }
 
@@ -434,6 +435,7 @@ void ClusterController::RunAndWait(const std::function<void()>& fn) {
 
 void ClusterController::OnWatchEvents(const WatchBatch& batch) {
   for (const WatchEvent& e : batch.events) {
+    seen_revision_ = std::max(seen_revision_, e.kv.mod_revision);
     if (e.type == EventType::kDelete) {
       view_.Delete(e.kv.key, e.kv.mod_revision);
       continue;
@@ -1353,6 +1355,36 @@ void ClusterController::AwaitMetadata(std::function<bool()> ready, int64_t timeo
     const bool ready = it->second.ready();
     metadata_waits_.erase(it);
     done(ready);
+  });
+}
+
+void ClusterController::CatchUp(int64_t timeout_ms, std::function<void()> done) {
+  if (loop_ == nullptr || stopping_.load() || timeout_ms <= 0) {
+    done();
+    return;
+  }
+  loop_->Post([this, timeout_ms, done = std::move(done)]() mutable {
+    catch_ups_.emplace_back(timeout_ms, std::move(done));
+    if (catch_up_read_queued_) return;
+    catch_up_read_queued_ = true;
+    // Queued behind whatever else is posted, so the calls arriving meanwhile share it.
+    loop_->Post([this] {
+      catch_up_read_queued_ = false;
+      auto calls = std::move(catch_ups_);
+      catch_ups_.clear();
+      cluster::RangeRequest newest{.key = view_.keys().prefix(),
+                                   .range_end = PrefixRangeEnd(view_.keys().prefix()),
+                                   .limit = 1,
+                                   .keys_only = true,
+                                   .newest_first = true};
+      Result<cluster::RangeResponse> r = etcd_->Range(newest);
+      // Without etcd the view cannot be brought up to date: the callers go on with it.
+      const int64_t target = r.ok() && !r->kvs.empty() ? r->kvs[0].mod_revision : 0;
+      for (auto& [timeout, call] : calls) {
+        AwaitMetadata([this, target] { return seen_revision_ >= target; }, timeout,
+                      [call = std::move(call)](bool) { call(); });
+      }
+    });
   });
 }
 

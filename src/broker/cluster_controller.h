@@ -129,6 +129,9 @@ class ClusterController : public Controller {
   // Parked until AfterChange finds `ready` true, or a timer on the controller's loop fires.
   void AwaitMetadata(std::function<bool()> ready, int64_t timeout_ms,
                      std::function<void(bool)> done) override;
+  // Reads the newest mod_revision under the cluster's keys from etcd (one read for every
+  // call queued meanwhile) and parks each call until the view has it.
+  void CatchUp(int64_t timeout_ms, std::function<void()> done) override;
 
   // A leader's ISR change (IsrStore::AlterIsr, through EtcdIsrStore), from any thread: on
   // the controller's thread, a CAS on partitions/<topic>/<p> (etcd_isr_store.h); `done`
@@ -255,6 +258,12 @@ class ClusterController : public Controller {
   // The controller's thread's (the controlling thread's before Start and after Stop).
   ClusterView view_;
   int64_t listed_revision_ = 0;
+  // Every change up to this revision is in view_: the last listing's, or the newest
+  // watched event's (CatchUp waits for it).
+  int64_t seen_revision_ = 0;
+  // CatchUp's calls not yet given a revision to wait for, and whether a read is queued.
+  std::vector<std::pair<int64_t, std::function<void()>>> catch_ups_;
+  bool catch_up_read_queued_ = false;
   std::map<std::string, TopicInfo> topic_infos_;      // FindTopic's answers, from view_
   std::optional<cluster::ControllerFence> fence_;     // set while this is the controller
   std::map<int32_t, int64_t> handled_registrations_;  // node -> broker epoch handled

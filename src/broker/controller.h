@@ -113,6 +113,16 @@ class Controller {
     (void)timeout_ms;
     done(ready());
   }
+  // Calls `done` on the controller's thread once the metadata this broker publishes holds
+  // every change made to it before the call (a cluster's: every key etcd held then is in
+  // its view; a key deleted meanwhile is not waited for), or once `timeout_ms` passed. For
+  // a request naming a topic this broker does not know yet, while another broker that
+  // knows it already sent the client here. Any thread. A single node's metadata is always
+  // whole: `done()` at once.
+  virtual void CatchUp(int64_t timeout_ms, std::function<void()> done) {
+    (void)timeout_ms;
+    done();
+  }
 };
 
 }  // namespace sluice::broker

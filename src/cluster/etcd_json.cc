@@ -23,6 +23,10 @@ Json RangeJson(const RangeRequest& r) {
   if (r.revision != 0) j["revision"] = Int(r.revision);
   if (r.keys_only) j["keys_only"] = true;
   if (r.count_only) j["count_only"] = true;
+  if (r.newest_first) {
+    j["sort_order"] = "DESCEND";
+    j["sort_target"] = "MOD";
+  }
   return j;
 }
 

@@ -45,6 +45,7 @@ struct RangeRequest {
   int64_t revision = 0;   // 0: the newest; otherwise a point-in-time read
   bool keys_only = false;
   bool count_only = false;
+  bool newest_first = false;  // sorted by mod_revision, the newest change first
 };
 
 struct RangeResponse {

@@ -331,13 +331,56 @@ void AppendOnOwner(const std::shared_ptr<PendingProduce>& pending,
   if (await_hw) AwaitCommit(pending, out, *part, appended->base_offset, appended->last_offset + 1);
 }
 
+// How long a produce naming a partition this broker does not know yet waits for its
+// metadata to catch up with etcd's (at most; the request's timeout if shorter).
+constexpr int64_t kCatchUpMaxMs = 5'000;
+
+// Whether a cluster's request names a partition missing from this broker's metadata, one
+// the caller may write: another broker, whose metadata is ahead (a topic just created
+// through it), may have sent the client here.
+bool NamesUnknownPartition(Context& ctx, const Call& call, const kafka::ProduceRequest& req,
+                           const MetadataSnapshot& meta) {
+  const Access access = AccessOf(ctx, call);
+  for (const auto& topic : req.topic_data) {
+    const MetadataSnapshot::Topic* info = meta.Find(topic.name);
+    if (!access.Check(auth::ResourceType::kTopic, topic.name, auth::AclOperation::kWrite)) {
+      continue;
+    }
+    for (const auto& pd : topic.partition_data) {
+      if (ctx.shards.TargetOf(info, topic.name, pd.index).shard < 0) return true;
+    }
+  }
+  return false;
+}
+
+void Produce(Context& ctx, const Call& call, const kafka::ProduceRequest& req, bool caught_up);
+
 }  // namespace
 
 void HandleProduce(Context& ctx, const Call& call, const kafka::ProduceRequest& req) {
+  Produce(ctx, call, req, /*caught_up=*/false);
+}
+
+namespace {
+
+void Produce(Context& ctx, const Call& call, const kafka::ProduceRequest& req, bool caught_up) {
   const std::shared_ptr<Connection>& conn = call.conn;
   const kafka::RequestHeader& h = call.header;
   Shard& home = ctx.shards.ShardOf(conn->loop());
   const MetadataSnapshot& meta = ctx.shards.SnapshotFor(home);
+  if (!caught_up && ctx.options.cluster.enabled() && NamesUnknownPartition(ctx, call, req, meta)) {
+    // Answered once this broker's metadata caught up with etcd's, not with an
+    // UNKNOWN_TOPIC_OR_PARTITION its own lag made. The request's records are views into
+    // the frame, kept with it.
+    auto again = [&ctx, conn, frame = call.frame, header = h,
+                  copy = std::make_shared<kafka::ProduceRequest>(req)] {
+      ctx.shards.PostGated(conn->loop(), [&ctx, conn, frame, header, copy] {
+        Produce(ctx, Call{conn, frame, header}, *copy, /*caught_up=*/true);
+      });
+    };
+    ctx.controller.CatchUp(std::min<int64_t>(req.timeout_ms, kCatchUpMaxMs), std::move(again));
+    return;
+  }
   auto pending = std::make_shared<PendingProduce>();
   pending->shards = &ctx.shards;
   pending->cluster = ctx.options.cluster.enabled();
@@ -581,5 +624,7 @@ void HandleProduce(Context& ctx, const Call& call, const kafka::ProduceRequest& 
             });
       });
 }
+
+}  // namespace
 
 }  // namespace sluice::broker::handlers

@@ -90,6 +90,17 @@ TEST_F(EtcdClientTest, PutGetRangeDeleteRoundTripBinaryKeysAndValues) {
   EXPECT_TRUE(limited->more);
   EXPECT_EQ(limited->count, 4);
 
+  // The newest change first: "c" was put last inside the prefix (the key outside it later).
+  auto newest = client_->Range({.key = prefix_,
+                                .range_end = PrefixRangeEnd(prefix_),
+                                .limit = 1,
+                                .keys_only = true,
+                                .newest_first = true});
+  ASSERT_TRUE(newest.ok()) << newest.status().ToString();
+  ASSERT_EQ(newest->kvs.size(), 1u);
+  EXPECT_EQ(newest->kvs[0].key, prefix_ + "c");
+  EXPECT_LT(newest->kvs[0].mod_revision, newest->header.revision);
+
   // A read at the revision of the first put sees the first value.
   auto past = client_->Range({.key = prefix_ + "a", .revision = put->header.revision});
   ASSERT_TRUE(past.ok()) << past.status().ToString();
