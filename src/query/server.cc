@@ -266,6 +266,28 @@ void ServerState::AcceptLoop() {
   }
 }
 
+Result<int> ServerState::ConnectLocal(const std::string& user) {
+  int fds[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
+    return IOError("socketpair: {}", std::strerror(errno));
+  }
+  std::lock_guard lock(mu_);
+  if (stopping.load() || static_cast<int>(workers_.size()) >= options.max_connections + 32) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return ResourceExhaustedError("the query server {}",
+                                  stopping.load() ? "is stopping" : "has too many sessions");
+  }
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  const int server_fd = fds[0];
+  workers_.push_back(Worker{std::thread([this, server_fd, user, done] {
+                              Session(*this, server_fd, user).Run();
+                              done->store(true);
+                            }),
+                            done, server_fd});
+  return fds[1];
+}
+
 bool ServerState::Admit(const std::string& user, int user_limit) {
   std::unique_lock lock(admit_mu_);
   auto deadline =
@@ -489,6 +511,12 @@ void QueryServer::Stop() {
 
 const std::string& QueryServer::host() const { return state_->options.host; }
 int QueryServer::port() const { return state_->port; }
+Result<int> QueryServer::ConnectLocal(const std::string& user) {
+  return state_->ConnectLocal(user);
+}
+void QueryServer::Cancel(int32_t process_id, int32_t secret_key) {
+  state_->Cancel(process_id, secret_key);
+}
 int QueryServer::session_count() const { return state_->SessionCount(); }
 QueryServer::Stats QueryServer::stats() const {
   return {.turns = state_->turns.load(),

@@ -176,6 +176,15 @@ class QueryServer {
 
   const std::string& host() const;
   int port() const;
+  // A session of this process's own, run as `user` without asking a password (the caller
+  // authenticated it: the console's HTTP login): the client's end of a socket pair,
+  // speaking the Postgres protocol from its startup packet on (query::LocalSession). The
+  // session is like any other (admission, timeouts, the watchdog, `user`'s grants).
+  // ResourceExhausted when the server stops or is full. The caller closes the fd.
+  Result<int> ConnectLocal(const std::string& user);
+  // A CancelRequest's effect, without the connection: interrupts the session's running
+  // statement when the key matches.
+  void Cancel(int32_t process_id, int32_t secret_key);
   // Sessions now open (not counting cancel requests).
   int session_count() const;
   // Counters since Start: admission turns given (one per statement run) and statements

@@ -57,6 +57,9 @@ class ServerState {
   int SessionCount();
 
   void AcceptLoop();
+  // QueryServer::ConnectLocal: the client's end of a socket pair whose other end a new
+  // session serves as `user`.
+  Result<int> ConnectLocal(const std::string& user);
   void WatchdogLoop();
   // Admission (options.max_running): waits for a turn up to options.queue_timeout_ms;
   // false when none came (or the server stops). Release gives it back.

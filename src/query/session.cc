@@ -416,7 +416,8 @@ bool Session::Startup() {
     }
     break;
   }
-  if (server_.options.require_tls && !tls_ && startup.kind != pg::StartupPacket::Kind::kCancel) {
+  if (server_.options.require_tls && !tls_ && !trusted_user_ &&
+      startup.kind != pg::StartupPacket::Kind::kCancel) {
     // Postgres's words for a hostssl-only pg_hba.conf.
     std::string database = startup.Param("database");
     SendError({"28000",
@@ -432,14 +433,14 @@ bool Session::Startup() {
     server_.Cancel(startup.process_id, startup.secret_key);
     return false;
   }
-  user_ = startup.Param("user");
+  user_ = trusted_user_ ? *trusted_user_ : startup.Param("user");
   slot_ = server_.Register(fd_);
   if (!slot_) {
     SendError({"53300", "sorry, too many clients already", true});
     Flush();
     return false;
   }
-  if (!Authenticate(user_)) return false;
+  if (!trusted_user_ && !Authenticate(user_)) return false;
 
   auto conn = duck::Connection::Open(*server_.db);
   if (!conn.ok()) {

@@ -41,8 +41,14 @@ struct SessionSlot {
 
 class Session {
  public:
-  Session(ServerState& server, int fd)
-      : server_(server), fd_(fd), transport_(net::MakePlaintext(fd)) {}
+  // `trusted_user`: a session of this process's own (QueryServer::ConnectLocal) whose
+  // caller already authenticated its user: it runs as that user, whatever the startup
+  // packet names, without a password or TLS.
+  Session(ServerState& server, int fd, std::optional<std::string> trusted_user = std::nullopt)
+      : server_(server),
+        fd_(fd),
+        transport_(net::MakePlaintext(fd)),
+        trusted_user_(std::move(trusted_user)) {}
   // Runs the connection to its end and shuts the socket down (the server closes it after
   // joining the thread, so that its number is not reused while others may touch it).
   void Run();
@@ -209,6 +215,7 @@ class Session {
   std::shared_ptr<SessionSlot> slot_;
   std::unique_ptr<duck::Connection> conn_;
   std::string user_;
+  std::optional<std::string> trusted_user_;
   std::map<std::string, std::shared_ptr<Statement>> statements_;
   std::map<std::string, Portal> portals_;
   // Counts the DuckDB calls that close the connection's open stream (prepare, execute):
