@@ -28,6 +28,7 @@
 #include "pipeline/pipeline_config.h"
 #include "query/authz/catalog_access.h"
 #include "query/engine.h"
+#include "query/lake_planner/lake_catalog.h"
 #include "query/server.h"
 #include "schema/schema_source.h"
 
@@ -498,7 +499,30 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
                 : std::function<bool(const std::string&)>(
                       [supers = sc.broker.authorization.super_users](const std::string& who) {
                         return std::find(supers.begin(), supers.end(), who) != supers.end();
-                      })});
+                      }),
+        // The lake's tables as the query server finds them; a user sees what its SQL
+        // grants let it SELECT.
+        .tables = !warehouse.empty() ? std::make_shared<const query::WarehouseCatalog>(warehouse)
+                  : rest_catalog ? std::make_shared<const query::WarehouseCatalog>(*rest_catalog)
+                                 : nullptr,
+        .table_access = sc.broker.authorization.enabled
+                            ? query::authz::GrantCatalogAccess(p->kafka_->broker().grants(),
+                                                               sc.broker.authorization.super_users)
+                            : nullptr,
+        .query_server_enabled = query_config.enabled,
+        // SQL runs in the query server as the login's user; without a login only where
+        // that server lets everyone in, so the console opens nothing psql could not.
+        .sql_user = [users = p->kafka_->broker().users()](
+                        const std::string& principal) -> Result<std::string> {
+          std::string_view name = principal;
+          if (name.starts_with("User:")) name.remove_prefix(5);
+          if (!name.empty()) return std::string(name);
+          if (users->empty()) return std::string("sluice");
+          return FailedPreconditionError(
+              "the query server asks every user for a password (its user store has users) "
+              "but the HTTP port has no login: set http.auth to basic or token to run SQL "
+              "from the console");
+        }});
     routes.push_back(p->console_->Route());
     routes.push_back(console::ConsoleRoute());  // "/": last, the others match first
     HttpServerOptions http_options;
@@ -591,6 +615,7 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
     p->query_engine_->Install(&query_config.options);
     const bool pg_tls_required = query_config.options.require_tls;
     ASSIGN_OR_RETURN(p->query_server_, query::QueryServer::Start(std::move(query_config.options)));
+    if (p->console_) p->console_->SetQueryServer(p->query_server_.get());
     say(fmt::format("Postgres wire protocol on {}:{}{}", p->query_server_->host(),
                     p->query_server_->port(),
                     pg_tls_required    ? " (TLS required)"
@@ -608,6 +633,7 @@ Status ServeProcess::Stop() {
   if (stopped_) return Status::OK();
   stopped_ = true;
   // The query server's sessions end first (their running queries are interrupted).
+  if (console_) console_->SetQueryServer(nullptr);
   if (query_server_) query_server_->Stop();
   // Then the pipelines: each finishes its batch in hand and commits to the broker still up.
   if (pipelines_) pipelines_->Stop();

@@ -122,10 +122,12 @@ void PrintTable(const Row& names, const std::vector<Row>& rows) {
 Status PrintLast(duck::Connection& conn, const std::string& sql, bool json) {
   ASSIGN_OR_RETURN(auto prepared, duck::PreparedStatement::Prepare(conn, sql));
   if (json && prepared->type() == duck::StatementType::kSelect) {
-    // Streamed: a large answer is printed as DuckDB produces it.
-    ASSIGN_OR_RETURN(auto wrapped,
-                     duck::PreparedStatement::Prepare(
-                         conn, fmt::format("SELECT to_json(t)::VARCHAR FROM ({}\n) t", sql)));
+    // Streamed: a large answer is printed as DuckDB produces it. The row's alias is one no
+    // column takes: a column named like it would be what to_json() read instead.
+    ASSIGN_OR_RETURN(auto wrapped, duck::PreparedStatement::Prepare(
+                                       conn, fmt::format("SELECT to_json(\"sluice row\")::VARCHAR "
+                                                         "FROM ({}\n) \"sluice row\"",
+                                                         sql)));
     ASSIGN_OR_RETURN(duck::StreamResult lines, wrapped->ExecuteStreaming());
     while (true) {
       ASSIGN_OR_RETURN(std::optional<duck::DataChunk> chunk, lines.Fetch());

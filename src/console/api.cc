@@ -205,6 +205,8 @@ HttpResponse ConsoleApi::Handle(const HttpRequest& req) {
   if (first == "topics") return Topics(req, path);
   if (first == "groups") return Groups(req, path);
   if (first == "pipelines") return Pipelines(req, path);
+  if (first == "sql") return Sql(req, path);
+  if (first == "tables") return Tables(req, path);
   return ErrorResponse(404, "NOT_FOUND", fmt::format("no such API: {}", req.path));
 }
 

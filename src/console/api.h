@@ -21,6 +21,15 @@
 #include "console/kafka_ops.h"
 #include "console/pipelines.h"
 
+namespace sluice::query {
+class QueryServer;
+class LocalSession;
+class WarehouseCatalog;
+}  // namespace sluice::query
+namespace sluice::lake {
+class CatalogAccess;
+}  // namespace sluice::lake
+
 namespace sluice::console {
 
 struct ConsoleApiOptions {
@@ -42,12 +51,25 @@ struct ConsoleApiOptions {
   // read and write the process's files and environment), so only whom the process would
   // trust with its own files. Null: everyone who may use the API.
   std::function<bool(const std::string& principal)> may_run_pipelines;
+  // The lake's tables, as the query server finds them (null: 404 TABLES_OFF), and who may
+  // read which (null: everyone who may use the API).
+  std::shared_ptr<const query::WarehouseCatalog> tables;
+  std::shared_ptr<const lake::CatalogAccess> table_access;
+  // Whether this process runs a query server (SetQueryServer gives it once started).
+  bool query_server_enabled = false;
+  // The query server's user a request of `principal` runs SQL as, or why it may not
+  // (an error: 403 SQL_NEEDS_LOGIN): the login's name, or without a login a name
+  // of its own only where the query server lets everyone in (decision 12).
+  std::function<Result<std::string>(const std::string& principal)> sql_user;
 };
 
 class ConsoleApi {
  public:
   // Live message streams at once (each holds one of the HTTP server's 32 threads).
   static constexpr int kMaxLiveStreams = 4;
+  // Queries streaming at once (each holds one of the HTTP server's threads while it runs
+  // or waits for its admission turn).
+  static constexpr int kMaxQueries = 8;
 
   explicit ConsoleApi(ConsoleApiOptions options);
   ~ConsoleApi();
@@ -59,6 +81,9 @@ class ConsoleApi {
   HttpResponse Handle(const HttpRequest& req);
   // Ends the live streams (before the HTTP server stops, which waits for them).
   void Stop() { stopping_.store(true); }
+  // The running query server /api/v1/sql uses (null: none, 404 SQL_OFF): set once it has
+  // started, cleared before it stops.
+  void SetQueryServer(query::QueryServer* server) { query_server_.store(server); }
 
  private:
   // A KafkaOps taken from the idle ones of a principal, given back when the request ends
@@ -89,6 +114,14 @@ class ConsoleApi {
   HttpResponse Live(const HttpRequest& req, const std::string& topic);
   HttpResponse Groups(const HttpRequest& req, const std::vector<std::string>& path);
   HttpResponse Pipelines(const HttpRequest& req, const std::vector<std::string>& path);
+  // api_tables.cc
+  HttpResponse Tables(const HttpRequest& req, const std::vector<std::string>& path);
+  // api_sql.cc
+  HttpResponse Sql(const HttpRequest& req, const std::vector<std::string>& path);
+  HttpResponse RunSql(const HttpRequest& req, query::QueryServer& server, const std::string& user);
+  HttpResponse DownloadSql(const HttpRequest& req, query::QueryServer& server,
+                           const std::string& user);
+  HttpResponse SqlSchema(query::QueryServer& server, const std::string& user);
 
   // Bytes on disk per topic under data_dir (cached for 2 s).
   std::map<std::string, int64_t> DiskUse();
@@ -96,6 +129,14 @@ class ConsoleApi {
   ConsoleApiOptions options_;
   std::atomic<bool> stopping_{false};
   std::atomic<int> live_streams_{0};
+  std::atomic<int> queries_{0};
+  std::atomic<query::QueryServer*> query_server_{nullptr};
+  // The queries streaming now by id, with the principal that may cancel them.
+  struct RunningQuery {
+    std::string principal;
+    std::weak_ptr<query::LocalSession> session;
+  };
+  std::map<std::string, RunningQuery> running_;  // guarded by mu_
 
   std::mutex mu_;
   // Idle KafkaOps per principal (each is used by one request at a time).

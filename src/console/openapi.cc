@@ -246,6 +246,78 @@ Json Build() {
                                                           {"offset", Type("integer")}}))}}))},
        {"409", Answer("NON_EMPTY_GROUP: the group has members", Ref("Error"))}},
       Ref("ResetOffsets"));
+  const Json pipeline = Param("pipeline", "path", "string", "the pipeline's name");
+  const Json yaml = Object({{"yaml", Type("string")}}, {"yaml"});
+  paths["/api/v1/pipelines"]["get"] =
+      Operation("the pipelines of --pipelines DIR: state, messages in, memory", Json::array(),
+                {{"200", Answer("the pipelines", Type("object"))},
+                 {"404", Answer("PIPELINES_OFF: no --pipelines DIR", Ref("Error"))}});
+  paths["/api/v1/pipelines/validate"]["post"] = Operation(
+      "check a pipeline file: its problems by line", Json::array(),
+      {{"200", Answer("valid, problems [{line, message}], warnings", Type("object"))}}, yaml);
+  paths["/api/v1/pipelines/preview"]["post"] = Operation(
+      "run a file's handler over the newest messages of its topic, sandboxed, nothing "
+      "written",
+      Json::array(),
+      {{"200", Answer("topic, messages, rows, errors", Type("object"))},
+       {"429", Answer("PREVIEW_BUSY: one preview at a time", Ref("Error"))}},
+      Object({{"yaml", Type("string")}, {"limit", Type("integer")}}, {"yaml"}));
+  paths["/api/v1/pipelines/{pipeline}"]["get"] =
+      Operation("a pipeline and its file", Json::array({pipeline}),
+                {{"200", Answer("the pipeline with `yaml`", Type("object"))}});
+  paths["/api/v1/pipelines/{pipeline}"]["put"] = Operation(
+      "write the file (checked) and start or restart the pipeline", Json::array({pipeline}),
+      {{"200", Answer("restarted", Type("object"))},
+       {"201", Answer("started", Type("object"))},
+       {"409", Answer("PIPELINE_NOT_STARTED, PIPELINE_FILE_ELSEWHERE", Ref("Error"))}},
+      yaml);
+  paths["/api/v1/pipelines/{pipeline}"]["delete"] =
+      Operation("stop the pipeline and remove its file", Json::array({pipeline}),
+                {{"204", {{"description", "removed"}}}});
+  paths["/api/v1/pipelines/{pipeline}/restart"]["post"] =
+      Operation("restart the pipeline", Json::array({pipeline}),
+                {{"200", Answer("restarted", Type("object"))}});
+  const Json sql_body = Object({{"sql", Type("string")}, {"max_rows", Type("integer")}}, {"sql"});
+  paths["/api/v1/sql"]["post"] = Operation(
+      "run SQL in the query server as the login's user: application/x-ndjson, a line each: "
+      "{query_id}, then per result {columns: [{name, type, numeric}]}, {rows: [[...]]}, "
+      "{complete: {tag, rows, truncated}}, {notice}; last {done: {elapsed_ms}} or "
+      "{error: {sqlstate, message, position}}",
+      Json::array(),
+      {{"200", {{"description", "application/x-ndjson, streamed as the query runs"}}},
+       {"404", Answer("SQL_OFF: no query server", Ref("Error"))},
+       {"429", Answer("TOO_MANY_QUERIES", Ref("Error"))},
+       {"503", Answer("SQL_UNAVAILABLE: the query server is starting or full", Ref("Error"))}},
+      sql_body);
+  paths["/api/v1/sql/{query_id}"]["delete"] = Operation(
+      "cancel a running query of this login (its stream ends with SQLSTATE 57014)",
+      Json::array({Param("query_id", "path", "string", "the stream's first line's query_id")}),
+      {{"204", {{"description", "cancelled"}}}, {"404", Answer("no such query", Ref("Error"))}});
+  paths["/api/v1/sql/download"]["post"] = Operation(
+      "the last result of the SQL as a file", Json::array(),
+      {{"200", {{"description", "text/csv (a header line) or application/vnd.apache.parquet"}}}},
+      Object({{"sql", Type("string")}, {"format", Type("string")}, {"max_rows", Type("integer")}},
+             {"sql"}));
+  paths["/api/v1/sql/schema"]["get"] = Operation(
+      "what the editor completes: relations with their columns", Json::array(),
+      {{"200", Answer("{relations: [{schema, name, sql_name, kind, columns}]}", Type("object"))}});
+  const Json ns = Param("namespace", "path", "string", "the namespace's levels joined by '.'");
+  const Json table = Param("table", "path", "string", "the table's name");
+  paths["/api/v1/tables"]["get"] = Operation(
+      "the lake's tables (those the login may read) with their current totals", Json::array(),
+      {{"200", Answer("{catalog, tables}", Type("object"))},
+       {"404", Answer("TABLES_OFF: no warehouse or REST catalog", Ref("Error"))}});
+  paths["/api/v1/tables/{namespace}/{table}"]["get"] = Operation(
+      "a table: schema, partition spec, sort order, properties, snapshots with their Kafka "
+      "offsets",
+      Json::array({ns, table}),
+      {{"200", Answer("the table", Type("object"))},
+       {"404", Answer("NO_SUCH_TABLE", Ref("Error"))}});
+  paths["/api/v1/tables/{namespace}/{table}/files"]["get"] =
+      Operation("the files of a snapshot (default: the current one)",
+                Json::array({ns, table, Param("snapshot", "query", "integer", "a snapshot id")}),
+                {{"200", Answer("{snapshot_id, files}", Type("object"))},
+                 {"404", Answer("NO_SUCH_TABLE, NO_SUCH_SNAPSHOT", Ref("Error"))}});
   return Json{{"openapi", "3.0.3"},
               {"info",
                {{"title", "sluice console API"},

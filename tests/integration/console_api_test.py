@@ -21,7 +21,15 @@ client:
 6. where Kafka wants logins (SASL, ACLs): without http.auth the API refuses (403
    CONSOLE_NEEDS_LOGIN); with it, each HTTP user is their Kafka principal: a super user
    may do all, alice is refused a topic an ACL denies her (and sees only what she may),
-   and may not check or preview a pipeline (it would run SQL as the process);
+   and may not check or preview a pipeline (it would run SQL as the process); her SQL runs
+   as her in the query server; without a login no SQL runs where the query server asks
+   passwords (403 SQL_NEEDS_LOGIN);
+8. tables and SQL (a third broker with --warehouse and a pipeline writing an Iceberg
+   table): the table listed, described (schema, partition spec, snapshots with their Kafka
+   offsets) and its files; queries streamed as NDJSON in batches, several statements, values
+   JSON cannot carry kept as strings, cut at max_rows, an error with its SQLSTATE and
+   position, the sandbox, a cancel by the stream's id; CSV and Parquet downloads (the
+   Parquet file read back by DuckDB); what the editor completes; bad input;
 7. the terminal: topic create/list/describe --json/alter-config/produce/consume -e -f,
    group describe/reset-offsets (--execute)/delete, cluster info --json; errors exit 1 with
    the broker's reason; a bad -o exits 1; an unreachable cluster fails within its timeout.
@@ -506,25 +514,225 @@ def pipelines(broker, folder):
     print("pipelines: checked, previewed, written, run, changed, removed")
 
 
-def pipelines_test():
+def broker_test(name, body, *folders):
+    """Runs body(broker, *paths) on a broker of its own started with `folders`: (flag, name)
+    pairs of directories made under its tmp, passed as flag PATH."""
     broker = Broker(SLUICE, FAST_GROUPS)
-    folder = os.path.join(broker.tmp, "pipelines")
-    os.makedirs(folder)
-    broker.extra_args += ["--pipelines", folder]
+    paths = []
+    for flag, folder in folders:
+        path = os.path.join(broker.tmp, folder)
+        os.makedirs(path, exist_ok=True)
+        broker.extra_args += [flag, path]
+        paths.append(path)
     try:
         broker.start()
-        pipelines(broker, folder)
+        body(broker, *paths)
         check(broker.stop() == 0, "sluice serve stopped with 0")
-        print("PASS: console_api_test (pipelines)")
+        print(f"PASS: console_api_test ({name})")
         return 0
     except Exception as e:  # the verdict
         import traceback
         traceback.print_exc()
-        print(f"FAIL: console_api_test (pipelines): {e}")
+        print(f"FAIL: console_api_test ({name}): {e}")
         print(broker.logs())
         return 1
     finally:
         broker.cleanup()
+
+
+def pipelines_test():
+    return broker_test("pipelines", pipelines, ("--pipelines", "pipelines"))
+
+
+LAKE_PIPELINE = """commands:
+  - name: visits table
+    sql: CREATE TABLE visits (city VARCHAR, ms BIGINT)
+pipeline:
+  name: lake-visits
+  batch_size: 100
+  flush_interval_seconds: 1
+  source:
+    type: kafka
+    kafka:
+      brokers: [{bootstrap}]
+      group_id: lake-visits
+      auto_offset_reset: earliest
+      topics: [visits]
+  handler:
+    type: handlers.StructuredBatch
+    table: visits
+    sql: SELECT city, count(*) AS visits, max(ms) AS last_ms FROM visits GROUP BY city
+  sink:
+    type: iceberg
+    iceberg:
+      catalog_name: sluice
+      table_name: web.visits
+      warehouse: {warehouse}
+      commit_interval_seconds: 1
+      partition_by: [city]
+"""
+
+
+def sql_stream(base, sql, headers=None, **extra):
+    """The NDJSON lines of POST /api/v1/sql, parsed, and the HTTP status."""
+    status, body = call(base, "POST", "/api/v1/sql", {"sql": sql, **extra}, headers)
+    if status != 200:
+        return status, body
+    return status, [json.loads(line) for line in body.splitlines() if line]
+
+
+def lines_of(lines, kind):
+    return [line[kind] for line in lines if kind in line]
+
+
+def lake_and_sql(broker, folder, warehouse):
+    base = http_base(broker)
+    expect(call(base, "POST", "/api/v1/topics", {"name": "visits", "partitions": 2}), 201)
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    for i, city in enumerate(["Oslo", "Lima", "Oslo", "Pune", "Oslo", "Lima"]):
+        p.produce("visits", value=json.dumps({"city": city, "ms": 1000 + i}).encode(),
+                  partition=i % 2)
+    check(p.flush(30) == 0, "produced")
+    yaml = LAKE_PIPELINE.format(bootstrap=broker.bootstrap, warehouse=warehouse)
+    expect(call(base, "PUT", "/api/v1/pipelines/lake-visits", {"yaml": yaml}), 201)
+
+    # Tables: the pipeline's table once it committed, with its Kafka offsets.
+    def listed():
+        t = expect(call(base, "GET", "/api/v1/tables"), 200)["tables"]
+        return t if t and t[0]["records"] >= 3 else None
+    tables = wait_until(listed, 60, "the pipeline's table in /api/v1/tables")
+    t = tables[0]
+    check(t["namespace"] == ["web"] and t["name"] == "visits" and t["sql_name"] ==
+          'lake."web"."visits"' and t["data_files"] >= 3 and t["size_bytes"] > 0, f"{t}")
+    d = expect(call(base, "GET", "/api/v1/tables/web/visits"), 200)
+    check([f["name"] for f in d["schema"]["fields"]] == ["city", "visits", "last_ms"], f"{d['schema']}")
+    check([(f["name"], f["transform"], f["source_name"]) for f in d["partition_spec"]["fields"]] ==
+          [("city", "identity", "city")], f"{d['partition_spec']}")
+    offsets = {(o["source"], o["partition"]): o["offset"]
+               for s in d["snapshots"] for o in s["kafka_offsets"]}
+    check(offsets.get(("lake-visits.visits", 0), 0) + offsets.get(("lake-visits.visits", 1), 0) == 6,
+          f"the snapshots' offsets: {d['snapshots']}")
+    files = expect(call(base, "GET", "/api/v1/tables/web/visits/files"), 200)
+    check(files["snapshot_id"] == d["current_snapshot_id"] and
+          sum(f["records"] for f in files["files"]) >= 3 and
+          all(f["content"] == "data" and f["path"].endswith(".parquet") for f in files["files"]),
+          f"files: {files}")
+    expect(call(base, "GET", "/api/v1/tables/web/nope"), 404, "NO_SUCH_TABLE")
+    expect(call(base, "GET", "/api/v1/tables/web/visits/files?snapshot=42"), 404, "NO_SUCH_SNAPSHOT")
+    expect(call(base, "GET", "/api/v1/tables/web/visits/files?snapshot=x"), 400, "INVALID_REQUEST")
+    expect(call(base, "GET", "/api/v1/tables/..web/visits"), 404, "NO_SUCH_TABLE")
+    expect(call(base, "DELETE", "/api/v1/tables/web/visits"), 405)
+
+    # SQL through the query server: the table, streamed in batches, several statements.
+    status, lines = sql_stream(base, "SELECT city, visits FROM lake.web.visits ORDER BY city; "
+                                     "SELECT range AS n FROM range(2500)")
+    check(status == 200 and "query_id" in lines[0], f"{status} {lines[:2]}")
+    columns = lines_of(lines, "columns")
+    check([c["name"] for c in columns[0]] == ["city", "visits"] and columns[0][1]["numeric"],
+          f"columns: {columns}")
+    complete = lines_of(lines, "complete")
+    check([c["tag"] for c in complete] == ["SELECT 3", "SELECT 2500"], f"tags: {complete}")
+    rows = [r for batch in lines_of(lines, "rows") for r in batch]
+    check(rows[:3] == [["Lima", 2], ["Oslo", 3], ["Pune", 1]] and rows[-1] == [2499], f"{rows[:4]}")
+    check(len(lines_of(lines, "rows")) >= 4, "2,503 rows came in more than one batch")
+    check("done" in lines[-1], f"the last line: {lines[-1]}")
+    # Values JSON cannot carry exactly stay strings; NULL is null.
+    status, lines = sql_stream(base, "SELECT 9007199254740993::BIGINT AS big, 'NaN'::DOUBLE AS nan, "
+                                     "NULL::INTEGER AS nothing, 'a\"b' AS s")
+    check(lines_of(lines, "rows") == [[["9007199254740993", "NaN", None, 'a\"b']]], f"{lines}")
+    # max_rows cuts a result, said so.
+    status, lines = sql_stream(base, "SELECT * FROM range(1000000)", max_rows=10)
+    check(lines_of(lines, "complete") == [{"tag": "SELECT 10", "rows": 10, "truncated": True}],
+          f"truncated: {lines}")
+    # An error names its SQLSTATE and where it is.
+    status, lines = sql_stream(base, "SELECT 1; SELECT * FROM no_such_table")
+    err = lines[-1].get("error", {})
+    check(err.get("sqlstate") == "42P01" and err.get("position") == 25 and  # in the whole text
+          "no_such_table" in err.get("message", ""), f"the error: {lines}")
+    # The query server's sandbox holds here too.
+    status, lines = sql_stream(base, "SELECT * FROM read_csv('/etc/passwd')")
+    check(lines[-1].get("error", {}).get("sqlstate") == "42501", f"the sandbox: {lines}")
+
+    # Cancel by the stream's id: it ends with 57014; the id is gone after.
+    qid = cancelled_query(base)
+    expect(call(base, "DELETE", f"/api/v1/sql/{qid}"), 404, "NOT_FOUND", "a finished query's id")
+    expect(call(base, "DELETE", "/api/v1/sql/ffffffffffffffff"), 404, "NOT_FOUND")
+
+    # Downloads: CSV with its header and quoting; Parquet readable by DuckDB.
+    csv_status, csv_text = call(base, "POST", "/api/v1/sql/download",
+                                {"sql": "SELECT city, visits, NULL::VARCHAR AS n, '' AS e, 'x,y' AS q "
+                                        "FROM lake.web.visits ORDER BY city", "format": "csv"})
+    check(csv_status == 200 and csv_text.splitlines() ==
+          ["city,visits,n,e,q", 'Lima,2,,"","x,y"', 'Oslo,3,,"","x,y"', 'Pune,1,,"","x,y"'],
+          f"CSV: {csv_status} {csv_text!r}")
+    req = urllib.request.Request(base + "/api/v1/sql/download", method="POST",
+                                 data=json.dumps({"sql": "SELECT city, visits FROM lake.web.visits",
+                                                  "format": "parquet"}).encode(),
+                                 headers={"Content-Type": "application/json", "X-Sluice-Request": "1"})
+    with urllib.request.urlopen(req, timeout=60) as r:
+        parquet = r.read()
+        check(r.headers["Content-Type"] == "application/vnd.apache.parquet", f"{r.headers}")
+    check(parquet[:4] == b"PAR1" and parquet[-4:] == b"PAR1", "a Parquet file")
+    path = os.path.join(broker.tmp, "result.parquet")
+    with open(path, "wb") as f:
+        f.write(parquet)
+    r = subprocess.run([SLUICE, "sql", "--json", f"SELECT sum(visits) AS v FROM read_parquet('{path}')"],
+                       capture_output=True, text=True, timeout=60)
+    check(r.returncode == 0 and json.loads(r.stdout) == {"v": 6}, f"the Parquet file read: {r}")
+    expect(call(base, "POST", "/api/v1/sql/download", {"sql": "SELECT * FROM nope", "format": "csv"}),
+           400, "SQL_ERROR")
+    expect(call(base, "POST", "/api/v1/sql/download", {"sql": "SELECT 1", "format": "xlsx"}), 400,
+           "INVALID_REQUEST")
+
+    # Bad input.
+    expect(call(base, "POST", "/api/v1/sql", {}), 400, "INVALID_REQUEST", "no sql")
+    expect(call(base, "POST", "/api/v1/sql", {"sql": " ; "}), 400, "INVALID_REQUEST", "empty sql")
+    expect(call(base, "POST", "/api/v1/sql", {"sql": "SELECT 1", "max_rows": 0}), 400,
+           "INVALID_REQUEST", "max_rows 0")
+    expect(call(base, "POST", "/api/v1/sql", {"sql": 1}), 400, "INVALID_REQUEST", "sql a number")
+    expect(call(base, "POST", "/api/v1/sql", raw=b"{", headers={"Content-Type": "application/json"}),
+           400, "INVALID_REQUEST", "not JSON")
+    expect(call(base, "GET", "/api/v1/sql"), 405)
+
+    # What the editor completes: the lake table and the topic with their columns.
+    rel = {r["sql_name"]: r for r in expect(call(base, "GET", "/api/v1/sql/schema"), 200)["relations"]}
+    check(rel.get("lake.web.visits", {}).get("kind") == "lake" and
+          [c["name"] for c in rel["lake.web.visits"]["columns"]] == ["city", "visits", "last_ms"],
+          f"schema: {rel.keys()}")
+    check(rel.get("kafka.visits", {}).get("kind") == "topic", f"the topic: {rel.keys()}")
+    print("tables and SQL: the pipeline's table described with its offsets and files; queries "
+          "streamed, cut, failed with their position, cancelled, downloaded as CSV and Parquet")
+
+
+def cancelled_query(base):
+    """Starts a long query on a raw socket (urllib reads a stream whole), reads its first
+    line (the query id), cancels it by that id, and checks its stream ends with 57014.
+    Returns the id."""
+    import socket
+    host, port = base[len("http://"):].split(":")
+    body = json.dumps({"sql": "SELECT count(*) FROM range(1000000000) a, range(1000) b"}).encode()
+    s = socket.create_connection((host, int(port)), timeout=60)
+    s.sendall(b"POST /api/v1/sql HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+              b"X-Sluice-Request: 1\r\nContent-Length: " + str(len(body)).encode() +
+              b"\r\n\r\n" + body)
+    data = b""
+    while b"query_id" not in data or b"\n" not in data.split(b"query_id", 1)[1]:
+        chunk = s.recv(4096)
+        check(chunk != b"", f"the stream ended before its id: {data!r}")
+        data += chunk
+    qid = re.search(rb'"query_id":"([0-9a-f]+)"', data).group(1).decode()
+    expect(call(base, "DELETE", f"/api/v1/sql/{qid}"), 204, what="cancel")
+    while b"57014" not in data:
+        chunk = s.recv(4096)
+        check(chunk != b"", f"the cancelled stream ended without 57014: {data!r}")
+        data += chunk
+    s.close()
+    return qid
+
+
+def lake_test():
+    return broker_test("tables and SQL", lake_and_sql, ("--pipelines", "pipelines"),
+                       ("--warehouse", "warehouse"))
 
 
 SECURED = FAST_GROUPS + """sasl:
@@ -591,8 +799,28 @@ def secured_test():
                "PIPELINES_NEED_SUPER_USER", "alice previews a pipeline")
         v = expect(call(base, "POST", "/api/v1/pipelines/validate", {"yaml": yaml}, admin), 200)
         check(v["valid"], f"the admin checks it: {v}")
+        # SQL runs in the query server as the login's user, under that user's grants.
+        status, lines = sql_stream(base, "SELECT current_user AS u", alice)
+        check(status == 200 and lines_of(lines, "rows") == [[["alice"]]], f"alice's SQL: {lines}")
+        expect(call(base, "GET", "/api/v1/tables", headers=alice), 404, "TABLES_OFF")
 
     rc = run("none", no_login) or run("basic", logins)
+    if rc == 0:
+        # No Kafka logins, but the query server asks passwords (its store has a user): the
+        # console without a login runs no SQL, as psql without the password could not.
+        broker = Broker(SLUICE, FAST_GROUPS + "query:\n  users: ['bob:bob-secret']\n")
+        try:
+            broker.start()
+            base = http_base(broker)
+            expect(call(base, "POST", "/api/v1/sql", {"sql": "SELECT 1"}), 403, "SQL_NEEDS_LOGIN")
+            expect(call(base, "GET", "/api/v1/topics"), 200, what="the rest of the console")
+            check(broker.stop() == 0, "sluice serve stopped with 0")
+        except Exception as e:  # the verdict
+            print(f"FAIL: console_api_test (SQL without a login): {e}")
+            print(broker.logs())
+            rc = 1
+        finally:
+            broker.cleanup()
     if rc == 0:
         print("PASS: console_api_test (secured)")
     return rc
@@ -606,7 +834,7 @@ def main():
     SLUICE = sys.argv[1]
     config = FAST_GROUPS + "topics:\n  auto_create: true\n"
     return (run_test("console_api_test", SLUICE, body, config=config) or pipelines_test()
-            or secured_test())
+            or lake_test() or secured_test())
 
 
 if __name__ == "__main__":

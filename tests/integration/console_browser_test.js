@@ -1,12 +1,14 @@
 // The console page in a real browser (Debian's chromium, headless, driven by
 // puppeteer-core) against a real `sluice serve` this script starts on loopback
-// (docs/design/0026-console.md, phase A): every page renders with no script error, a topic
-// is created from the form, the message browser shows records produced through the API
-// (JSON laid out, binary as hex), following live shows records produced while it
-// follows, a group's page shows its offsets, a pipeline is written in the editor (its
-// problems under their lines, its rows previewed over the topic's messages), saved and
-// runs; light and dark. Screenshots of every page go
-// to SCREENSHOT_DIR (the README's images are copied from a run).
+// (docs/design/0026-console.md): every page renders with no script error, a topic is
+// created from the form, the message browser shows records produced through the API (JSON
+// laid out, binary as hex), following live shows records produced while it follows, a
+// group's page shows its offsets, a pipeline is written in the editor (its problems under
+// their lines, its rows previewed over the topic's messages), saved and runs; the SQL
+// page streams 100,000 rows into its grid (the last one reached by scrolling), shows an
+// error's message, charts a result and shows EXPLAIN's plan as text; the tables page
+// lists the warehouse's tables; light and dark. Screenshots of every page go to
+// SCREENSHOT_DIR (the README's images are copied from a run).
 //
 // usage: node console_browser_test.js path/to/sluice SCREENSHOT_DIR
 'use strict'
@@ -41,9 +43,12 @@ function startSluice (dir) {
   const config = path.join(dir, 'sluice.yaml')
   fs.writeFileSync(config, 'groups:\n  initial_rebalance_delay: 0\n')
   fs.mkdirSync(path.join(dir, 'pipelines'))
+  fs.mkdirSync(path.join(dir, 'lake'))
+  // The query server is on (the SQL page runs its queries there) and the warehouse an
+  // empty folder (the tables page lists its tables).
   const proc = spawn(sluice, ['serve', '--config', config, '--data-dir', path.join(dir, 'data'),
-    '--pipelines', path.join(dir, 'pipelines'),
-    '--kafka-addr', '127.0.0.1:0', '--http-addr', '127.0.0.1:0', '--pg-addr', 'off',
+    '--pipelines', path.join(dir, 'pipelines'), '--warehouse', path.join(dir, 'lake'),
+    '--kafka-addr', '127.0.0.1:0', '--http-addr', '127.0.0.1:0', '--pg-addr', '127.0.0.1:0',
     '--schema-registry-addr', 'off', '--shards', '2'], { stdio: ['ignore', 'pipe', 'pipe'] })
   let out = ''
   let err = ''
@@ -190,25 +195,28 @@ async function main () {
     type: console
 `
     await page.goto(base + '/pipelines/new', { waitUntil: 'networkidle0' })
-    const editor = await page.waitForSelector('[data-testid="pipeline-editor"] >>> .cm-content')
-    const setText = async text => {
-      await editor.click()
+    const editor = '[data-testid="pipeline-editor"] >>> .cm-content'
+    await page.waitForSelector(editor)
+    // Replaces the text of a CodeMirror editor (found by `selector` each time: the page may
+    // have made its editor again meanwhile) as a paste does.
+    const setText = async (selector, text) => {
+      await (await page.waitForSelector(selector)).click()
       await page.keyboard.down('Control')
       await page.keyboard.press('KeyA')
       await page.keyboard.up('Control')
-      await editor.evaluate((el, t) => {
+      await (await page.waitForSelector(selector)).evaluate((el, t) => {
         const data = new DataTransfer()
         data.setData('text/plain', t)
         el.dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }))
       }, text)
     }
-    await setText(pipelineYaml(true))
+    await setText(editor, pipelineYaml(true))
     await until('the problem under line 3', async () => {
       const problems = await page.$eval('[data-testid="pipeline-problems"]', el => el.innerText).catch(() => '')
       return /line 3/.test(problems) && /batch_size/.test(problems)
     })
     await shot('pipeline-problem')
-    await setText(pipelineYaml(false))
+    await setText(editor, pipelineYaml(false))
     await until('no problems left', async () =>
       (await page.$eval('[data-testid="pipeline-problems"]', el => el.innerText).catch(() => '')).trim() === '')
     await (await page.waitForSelector('xpath/.//button[normalize-space()="Preview"]')).click()
@@ -226,6 +234,57 @@ async function main () {
     await page.goto(base + '/pipelines', { waitUntil: 'networkidle0' })
     await until('the pipeline listed', async () => (await text()).includes('by-customer'))
     await shot('pipelines')
+
+    // SQL: 100,000 rows stream into the grid, which renders only the rows in view; the
+    // last one is there once the grid is scrolled to its end.
+    await page.goto(base + '/sql', { waitUntil: 'networkidle0' })
+    const sqlEditor = '[data-testid="sql-editor"] >>> .cm-content'
+    await page.waitForSelector(sqlEditor)
+    const statusText = () => page.$eval('[data-testid="sql-status"]', el => el.innerText).catch(() => '')
+    const runSql = async sql => {
+      await setText(sqlEditor, sql)
+      await (await page.waitForSelector('xpath/.//button[normalize-space()="Run"]')).click()
+      await until(`the answer to ${sql}`, async () => /Finished|Failed|Cancelled/.test(await statusText()))
+    }
+    await runSql('SELECT range AS n, range * 2 AS doubled FROM range(100000)')
+    const status = await statusText()
+    assert.ok(/SELECT 100000/.test(status) && /100,000 rows/.test(status), `the tag and count, not: ${status}`)
+    const gridText = () => page.$eval('[data-testid="result-grid"]', el => el.innerText)
+    await until('the first rows in the grid', async () => /\bdoubled\b/.test(await gridText()) && /\b18\b/.test(await gridText()))
+    const rendered = await page.$$eval('[data-testid="result-grid"] [role="row"]', rows => rows.length)
+    assert.ok(rendered > 10 && rendered < 200, `only the rows in view rendered, not ${rendered}`)
+    await page.$eval('[data-testid="result-grid"]', el => { el.scrollTop = el.scrollHeight })
+    await until('the last row in the grid', async () => {
+      const t = await gridText()
+      return /\b99999\b/.test(t) && /\b199998\b/.test(t)
+    })
+    // The chart in two clicks: Chart, then Bars.
+    await (await page.waitForSelector('xpath/.//button[normalize-space()="Chart"]')).click()
+    await page.waitForSelector('[data-testid="result-chart"] canvas')
+    await (await page.waitForSelector('xpath/.//button[normalize-space()="Bars"]')).click()
+    await page.waitForSelector('[data-testid="result-chart"] canvas')
+    await (await page.waitForSelector('xpath/.//button[normalize-space()="Line"]')).click()
+    await shot('sql')
+    // The query is kept across a reload.
+    await page.reload({ waitUntil: 'networkidle0' })
+    const kept = await page.waitForSelector('[data-testid="sql-editor"] >>> .cm-content')
+    assert.ok((await kept.evaluate(el => el.textContent)).includes('range(100000)'), 'the query kept')
+    // An error shows its message.
+    await runSql('SELECT * FROM no_such_table')
+    await until('the error shown', async () =>
+      (await page.$eval('[data-testid="sql-error"]', el => el.innerText).catch(() => '')).includes('no_such_table'))
+    await shot('sql-error')
+    // EXPLAIN's plan reads as text.
+    await runSql('EXPLAIN SELECT range FROM range(10)')
+    await until("EXPLAIN's plan", async () =>
+      (await page.$eval('[data-testid="sql-explain"] pre', el => el.innerText).catch(() => '')).trim() !== '')
+
+    // Tables: the warehouse is empty (the query server cannot write the lake), so the list
+    // says so.
+    await page.goto(base + '/tables', { waitUntil: 'networkidle0' })
+    await until('the tables page', async () =>
+      (await page.$('[data-testid="tables-empty"]')) !== null || (await page.$('[data-testid="tables-list"] tbody tr td a')) !== null)
+    await shot('tables')
 
     // Dark.
     await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: 'dark' }])

@@ -57,10 +57,20 @@ TEST_F(ApiTest, OpenApiIsJsonNamingEveryPath) {
   for (const char* p :
        {"/api/v1/cluster", "/api/v1/overview", "/api/v1/topics", "/api/v1/topics/{topic}",
         "/api/v1/topics/{topic}/messages", "/api/v1/topics/{topic}/messages/live", "/api/v1/groups",
-        "/api/v1/groups/{group}/reset-offsets"}) {
+        "/api/v1/groups/{group}/reset-offsets", "/api/v1/pipelines", "/api/v1/pipelines/{pipeline}",
+        "/api/v1/sql", "/api/v1/sql/{query_id}", "/api/v1/sql/download", "/api/v1/sql/schema",
+        "/api/v1/tables", "/api/v1/tables/{namespace}/{table}",
+        "/api/v1/tables/{namespace}/{table}/files"}) {
     EXPECT_TRUE(doc["paths"].contains(p)) << p;
   }
   EXPECT_EQ(Ask("POST", "/api/v1/openapi.json").status, 405);
+}
+
+TEST_F(ApiTest, SqlAndTablesSayWhenTheyAreOff) {
+  // No query server and no warehouse in this process: said so, not a generic 404.
+  EXPECT_EQ(Code(Ask("POST", "/api/v1/sql", R"({"sql": "SELECT 1"})")), "SQL_OFF");
+  EXPECT_EQ(Code(Ask("GET", "/api/v1/tables")), "TABLES_OFF");
+  EXPECT_EQ(Code(Ask("GET", "/api/v1/tables/a/b")), "TABLES_OFF");
 }
 
 TEST_F(ApiTest, UnknownPathsAndMethods) {

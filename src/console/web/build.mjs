@@ -1,9 +1,9 @@
 // Builds the console page (docs/design/0026-console.md #5) into OUTDIR: OUTDIR/index.html
 // naming OUTDIR/assets/app-HASH.js and OUTDIR/assets/app-HASH.css, minified for the
 // browsers the page supports, plus the chunks the script imports when a page needs them
-// (OUTDIR/assets/editor-HASH.js: CodeMirror, for the pipeline editor only). Every file
-// of OUTDIR is embedded (src/console/assets/embed.cmake globs it), and the page as a whole
-// must stay within kBudgetGzipBytes. src/console/assets/CMakeLists.txt runs it and
+// (OUTDIR/assets/editor-HASH.js: CodeMirror, for the pipeline and SQL editors only). Every
+// file of OUTDIR is embedded (src/console/assets/embed.cmake globs it), and the page as a
+// whole must stay within kBudgetGzipBytes. src/console/assets/CMakeLists.txt runs it and
 // compiles the result into the binary; nothing here runs when sluice runs.
 //
 //   node src/console/web/build.mjs OUTDIR
@@ -40,6 +40,8 @@ const kPackages = [
   "@codemirror/commands",
   "@codemirror/language",
   "@codemirror/lang-yaml",
+  "@codemirror/lang-sql",
+  "@codemirror/autocomplete",
   "@codemirror/lint",
   "@lezer/highlight",
 ];

@@ -20,7 +20,29 @@ type Method = "GET" | "POST" | "PUT" | "DELETE";
 
 // Sends a request and returns its parsed JSON body (undefined for 204).
 export async function request<T>(method: Method, path: string, body?: unknown): Promise<T> {
-  const headers: Record<string, string> = { Accept: "application/json" };
+  const res = await send(method, path, body);
+  if (res.status === 204) return undefined as T;
+  const text = await res.text();
+  let parsed: unknown = undefined;
+  try {
+    parsed = text === "" ? undefined : JSON.parse(text);
+  } catch {
+    throw new ApiError(res.status, "BAD_RESPONSE", "the answer was not JSON");
+  }
+  return parsed as T;
+}
+
+// Sends a request and returns the response of a success (2xx) unread, for answers that
+// are not one JSON document: a stream of lines (POST /api/v1/sql), a file (its download).
+// Anything else throws as request() does. `signal` aborts it (fetch then throws its
+// AbortError as it is, not as an ApiError: the caller asked for it).
+export async function send(
+  method: Method,
+  path: string,
+  body?: unknown,
+  opts: { accept?: string; signal?: AbortSignal } = {},
+): Promise<Response> {
+  const headers: Record<string, string> = { Accept: opts.accept ?? "application/json" };
   if (method !== "GET") {
     // Without this header (and a JSON Content-Type) the port's browser guard refuses a
     // change: it is what another site's form or simple fetch cannot send.
@@ -34,23 +56,21 @@ export async function request<T>(method: Method, path: string, body?: unknown): 
       headers,
       body: body === undefined ? undefined : JSON.stringify(body),
       credentials: "same-origin",
+      signal: opts.signal,
     });
   } catch (e) {
+    if (opts.signal?.aborted) throw e;
     throw new ApiError(0, "NETWORK", `no answer from sluice (${String(e)})`);
   }
-  if (res.status === 204) return undefined as T;
-  const text = await res.text();
+  if (res.ok) return res;
+  const text = await res.text().catch(() => "");
   let parsed: unknown = undefined;
   try {
     parsed = text === "" ? undefined : JSON.parse(text);
   } catch {
     // Not JSON: a refusal of the browser guard or a proxy's page; reported below.
   }
-  if (!res.ok) throw toError(res.status, parsed, text);
-  if (parsed === undefined && text !== "") {
-    throw new ApiError(res.status, "BAD_RESPONSE", "the answer was not JSON");
-  }
-  return parsed as T;
+  throw toError(res.status, parsed, text);
 }
 
 function toError(status: number, parsed: unknown, text: string): ApiError {
@@ -86,4 +106,19 @@ export const paths = {
   restartPipeline: (p: string) => `/api/v1/pipelines/${enc(p)}/restart`,
   validatePipeline: "/api/v1/pipelines/validate",
   previewPipeline: "/api/v1/pipelines/preview",
+  sql: "/api/v1/sql",
+  sqlQuery: (id: string) => `/api/v1/sql/${enc(id)}`,
+  sqlDownload: "/api/v1/sql/download",
+  sqlSchema: "/api/v1/sql/schema",
+  tables: "/api/v1/tables",
+  // `ns`: the namespace's levels joined by '.' (namespacePath), encoded as one segment.
+  table: (ns: string, t: string) => `/api/v1/tables/${enc(ns)}/${enc(t)}`,
+  tableFiles: (ns: string, t: string, snapshot: string | null) =>
+    withQuery(
+      `/api/v1/tables/${enc(ns)}/${enc(t)}/files`,
+      new URLSearchParams(snapshot === null ? {} : { snapshot: String(snapshot) }),
+    ),
 };
+
+// A table's namespace as its address names it: the levels joined by '.'.
+export const namespacePath = (namespace: string[]) => namespace.join(".");

@@ -5,9 +5,11 @@ import { Link } from "./components/ui";
 import { Group } from "./pages/group";
 import { Groups } from "./pages/groups";
 import { Overview } from "./pages/overview";
-import { Later } from "./pages/later";
 import { NewPipeline, Pipeline } from "./pages/pipeline";
 import { Pipelines } from "./pages/pipelines";
+import { Sql } from "./pages/sql";
+import { Table } from "./pages/table";
+import { Tables } from "./pages/tables";
 import { Topic } from "./pages/topic";
 import { Topics } from "./pages/topics";
 import { match, usePath, type Route } from "./router";
@@ -19,7 +21,7 @@ const kNav: { href: string; label: string; pages: Route["page"][] }[] = [
   { href: "/topics", label: "Topics", pages: ["topics", "topic"] },
   { href: "/groups", label: "Consumer groups", pages: ["groups", "group"] },
   { href: "/pipelines", label: "Pipelines", pages: ["pipelines", "new-pipeline", "pipeline"] },
-  { href: "/tables", label: "Tables", pages: ["tables"] },
+  { href: "/tables", label: "Tables", pages: ["tables", "table"] },
   { href: "/sql", label: "SQL", pages: ["sql"] },
 ];
 
@@ -77,8 +79,11 @@ function Page(props: { route: Route }) {
     case "pipeline":
       return <Pipeline key={r.name} name={r.name} />;
     case "tables":
+      return <Tables />;
+    case "table":
+      return <Table key={`${r.namespace}/${r.name}`} namespace={r.namespace} name={r.name} />;
     case "sql":
-      return <Later page={r.page} />;
+      return <Sql />;
     case "not-found":
       return <NotFound />;
   }

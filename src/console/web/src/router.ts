@@ -47,7 +47,9 @@ export type Route =
   | { page: "groups" }
   | { page: "group"; id: string }
   | { page: "pipelines" }
-  | { page: "tables" | "sql" }
+  | { page: "tables" }
+  | { page: "table"; namespace: string; name: string }
+  | { page: "sql" }
   | { page: "new-pipeline" }
   | { page: "pipeline"; name: string }
   | { page: "not-found" };
@@ -61,7 +63,7 @@ export function match(path: string): Route {
   } catch {
     return { page: "not-found" };  // a malformed %-escape
   }
-  const [first = "", second] = names;
+  const [first = "", second, third] = names;
   if (names.length === 1) {
     switch (first) {
       case "":
@@ -86,6 +88,9 @@ export function match(path: string): Route {
       return { page: "pipeline", name: second };
     }
   }
+  if (names.length === 3 && first === "tables" && second && third) {
+    return { page: "table", namespace: second, name: third };
+  }
   return { page: "not-found" };
 }
 
@@ -95,4 +100,9 @@ export const hrefs = {
   newPipeline: "/pipelines/new",
   pipeline: (name: string) =>
     name === "new" ? "/pipelines/%6Eew" : `/pipelines/${encodeURIComponent(name)}`,
+  // `namespace`: its levels joined by '.', as the tables API names it.
+  table: (namespace: string, name: string) =>
+    `/tables/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}`,
+  // The SQL page with `sql` in its editor (pages/sql.tsx reads it once).
+  sql: (sql: string) => `/sql?${new URLSearchParams({ sql })}`,
 };

@@ -201,3 +201,148 @@ export interface PipelinePreview {
   // "message N: reason"
   errors: string[];
 }
+
+// A column of a result of POST /api/v1/sql: its name, its type as the query engine names
+// it, and whether its values are numbers (then JSON numbers when exact in a double, else
+// their text).
+export interface SqlColumn {
+  name: string;
+  type: string;
+  numeric: boolean;
+}
+
+// A value of a result row: a number for a numeric column (when exact in a double), else
+// Postgres's text form; null is SQL's NULL.
+export type SqlValue = number | string | null;
+
+export interface SqlComplete {
+  tag: string;  // the statement's command tag: "SELECT 3", "CREATE VIEW"
+  rows: number;
+  truncated: boolean;  // more rows than max_rows: the rest were not sent
+}
+
+export interface SqlError {
+  sqlstate: string;
+  message: string;
+  position?: number;  // 1-based, in characters of the SQL sent, as Postgres counts
+}
+
+// One line of POST /api/v1/sql's answer (application/x-ndjson), each with exactly one key.
+export type SqlLine =
+  | { query_id: string }
+  | { columns: SqlColumn[] }
+  | { rows: SqlValue[][] }
+  | { complete: SqlComplete }
+  | { notice: string }
+  | { done: { elapsed_ms: number } }
+  | { error: SqlError };
+
+export type RelationKind = "table" | "view" | "lake" | "topic";
+
+// GET /api/v1/sql/schema: what the SQL editor completes. `sql_name` is the name to write
+// in a query (lake.ns.t, quoted where it needs to be).
+export interface SqlRelation {
+  schema: string;
+  name: string;
+  sql_name: string;
+  kind: RelationKind;
+  columns: { name: string; type: string }[];
+}
+
+export interface SqlSchema {
+  relations: SqlRelation[];
+}
+
+// A line of GET /api/v1/tables; the counts are the current snapshot's. Location, format
+// and time are null when the table's metadata could not be read.
+export interface TableSummary {
+  namespace: string[];
+  name: string;
+  sql_name: string;
+  location: string | null;
+  format_version: number | null;
+  current_snapshot_id: SnapshotId | null;  // null: no snapshot yet
+  snapshots: number;
+  records: number | null;
+  data_files: number | null;
+  size_bytes: number | null;
+  last_updated_ms: number | null;
+}
+
+export interface Tables {
+  catalog: string;
+  tables: TableSummary[];
+}
+
+export interface SchemaField {
+  id: number;
+  name: string;
+  type: string;
+  required: boolean;
+  doc?: string;
+}
+
+export interface PartitionField {
+  name: string;
+  transform: string;
+  source_id: number;
+  source_name: string | null;  // null: no column of the schema has source_id
+  field_id: number;
+}
+
+// Iceberg's snapshot ids are random 63-bit integers, more digits than a double holds: the
+// API sends them as their digits.
+export type SnapshotId = string;
+
+// A snapshot's `sluice.offsets.<group>.<topic>` entry: `source` is "<group>.<topic>" (not
+// split: a group id and a topic may both hold dots).
+export interface KafkaOffset {
+  source: string;
+  partition: number;
+  offset: number;
+}
+
+export interface Snapshot {
+  snapshot_id: SnapshotId;
+  parent_id: SnapshotId | null;
+  sequence_number: number;
+  timestamp_ms: number;
+  operation: string;
+  summary: Record<string, string>;
+  // Where the pipeline that wrote it had read its topics to (empty when not written by
+  // one).
+  kafka_offsets: KafkaOffset[];
+}
+
+export interface Table {
+  namespace: string[];
+  name: string;
+  sql_name: string;
+  location: string;
+  format_version: number;
+  table_uuid: string;
+  current_snapshot_id: SnapshotId | null;
+  schema: { schema_id: number; fields: SchemaField[] };
+  partition_spec: { spec_id: number; fields: PartitionField[] };
+  // Iceberg's sort order as the catalog keeps it; shown as it comes.
+  sort_order: unknown;
+  properties: Record<string, string>;
+  snapshots: Snapshot[];
+}
+
+export type FileContent = "data" | "position_deletes" | "equality_deletes";
+
+export interface DataFile {
+  path: string;
+  content: FileContent;
+  format: string;
+  records: number;
+  size_bytes: number;
+  // The file's partition: a value per partition field; shown as it comes.
+  partition: unknown;
+}
+
+export interface TableFiles {
+  snapshot_id: SnapshotId | null;
+  files: DataFile[];
+}
