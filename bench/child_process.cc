@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -41,6 +43,22 @@ Result<pid_t> Spawn(const std::vector<std::string>& args, const std::string& out
     ::_exit(127);
   }
   return pid;
+}
+
+Result<std::string> FindProgram(const std::string& program) {
+  if (program.find('/') != std::string::npos) {
+    if (::access(program.c_str(), X_OK) != 0)
+      return NotFoundError("{} is not an executable file", program);
+    return std::filesystem::absolute(program).string();
+  }
+  const char* path = std::getenv("PATH");
+  std::istringstream dirs(path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin");
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    if (dir.empty()) continue;
+    std::string candidate = dir + "/" + program;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return NotFoundError("{} is not on PATH", program);
 }
 
 std::optional<int> WaitFor(pid_t pid, std::chrono::milliseconds timeout) {

@@ -23,6 +23,9 @@ namespace sluice::bench {
 Result<pid_t> Spawn(const std::vector<std::string>& args, const std::string& out_path,
                     const std::string& err_path);
 
+// The absolute path of `program`: as given when it has a slash, else found on $PATH.
+Result<std::string> FindProgram(const std::string& program);
+
 // Waits up to `timeout` for `pid` to exit; its wait status (-1 when it cannot be waited
 // for), or nullopt if it is still running.
 std::optional<int> WaitFor(pid_t pid, std::chrono::milliseconds timeout);

@@ -93,23 +93,6 @@ Result<pid_t> SpawnWithEnv(const std::vector<std::string>& args,
   return pid;
 }
 
-// The absolute path of `program`: as given when it has a slash, else found on $PATH.
-Result<std::string> FindProgram(const std::string& program) {
-  if (program.find('/') != std::string::npos) {
-    if (::access(program.c_str(), X_OK) != 0)
-      return NotFoundError("{} is not an executable file", program);
-    return fs::absolute(program).string();
-  }
-  const char* path = std::getenv("PATH");
-  std::istringstream dirs(path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin");
-  for (std::string dir; std::getline(dirs, dir, ':');) {
-    if (dir.empty()) continue;
-    std::string candidate = dir + "/" + program;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return NotFoundError("{} is not on PATH", program);
-}
-
 // The last non-empty line of a file.
 std::string LastLine(const std::string& path) {
   std::string text = ReadFile(path);

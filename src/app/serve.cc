@@ -511,12 +511,22 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
                             : nullptr,
         .query_server_enabled = query_config.enabled,
         // SQL runs in the query server as the login's user; without a login only where
-        // that server lets everyone in, so the console opens nothing psql could not.
-        .sql_user = [users = p->kafka_->broker().users()](
+        // that server lets everyone in and the HTTP port is a loopback one (the query
+        // server listens on loopback by default: a wider HTTP port must not open it to
+        // the network), so the console opens nothing psql could not.
+        .sql_user = [users = p->kafka_->broker().users(),
+                     loopback = http_addr.starts_with("127.") ||
+                                http_addr.starts_with("localhost:") ||
+                                http_addr.starts_with("[::1]:")](
                         const std::string& principal) -> Result<std::string> {
           std::string_view name = principal;
           if (name.starts_with("User:")) name.remove_prefix(5);
           if (!name.empty()) return std::string(name);
+          if (!loopback) {
+            return FailedPreconditionError(
+                "the HTTP port is not a loopback one and has no login: set http.auth to basic "
+                "or token to run SQL from the console");
+          }
           if (users->empty()) return std::string("sluice");
           return FailedPreconditionError(
               "the query server asks every user for a password (its user store has users) "

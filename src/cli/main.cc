@@ -21,6 +21,7 @@
 #include "base/logging.h"
 #include "base/metrics.h"
 #include "bench/compaction_bench.h"
+#include "bench/console_bench.h"
 #include "bench/disk_bench.h"
 #include "bench/kafka_bench.h"
 #include "bench/pipeline_bench.h"
@@ -145,6 +146,31 @@ void AddKafkaBenchOptions(CLI::App* cmd, sluice::bench::KafkaBenchOptions* o) {
                   "single broker and on the cluster (default 1000; 60 with --quick; 0: none)");
   cmd->add_flag("--quick", o->quick, "small sizes, for demos and smoke tests");
   cmd->add_flag("--json", o->json, "one JSON object per phase instead of a table");
+}
+
+void AddConsoleBenchOptions(CLI::App* cmd, sluice::bench::ConsoleBenchOptions* o) {
+  cmd->add_option("--topics", o->topics, "topics the broker holds")->capture_default_str();
+  cmd->add_option("--partitions", o->partitions, "partitions of each")->capture_default_str();
+  cmd->add_option("--pipelines", o->pipelines, "pipelines running (each reading one topic)")
+      ->capture_default_str();
+  cmd->add_option("--calls", o->calls, "timed calls of each API list (after 3 not counted)")
+      ->capture_default_str();
+  cmd->add_option("--page-runs", o->page_runs, "loads of each page: one cold, the others warm")
+      ->capture_default_str();
+  cmd->add_option("--follow-rate", o->follow_rate,
+                  "messages/s produced to the topic the page follows")
+      ->capture_default_str();
+  cmd->add_option("--follow-seconds", o->follow_seconds, "how long the page follows it")
+      ->capture_default_str();
+  cmd->add_option("--chromium", o->chromium, "the browser")->capture_default_str();
+  cmd->add_option("--node", o->node, "the node interpreter that drives it")->capture_default_str();
+  cmd->add_option("--node-modules", o->node_modules,
+                  "node_modules holding puppeteer-core (default: the source tree's)");
+  cmd->add_option("--data-dir", o->data_dir, "work files under DIR/run-<pid> (default: $TMPDIR)");
+  cmd->add_option("--sluice", o->sluice_binary, "the sluice binary to run as the broker");
+  cmd->add_flag("--json", o->json, "one JSON object instead of the tables");
+  cmd->add_flag("--quick", o->quick,
+                "100 topics, 2 pipelines, 10 calls, 2 page runs, 3 s following");
 }
 
 void AddPipelineBenchOptions(CLI::App* cmd, sluice::bench::PipelineBenchOptions* o) {
@@ -547,6 +573,12 @@ int main(int argc, char** argv) {
       "SQL pipeline rate, peak RSS and working set per handler and batch size (sqlflow's "
       "benchmark), beside plain DuckDB; --window: windowed, without and with durable state");
   AddPipelineBenchOptions(pipeline_bench, &pipeline_bench_opts);
+  sluice::bench::ConsoleBenchOptions console_bench_opts;
+  auto* console_bench = bench->add_subcommand(
+      "console",
+      "the web console: its API's list calls and its pages in chromium (load, long tasks, "
+      "following a topic at 10K msgs/s) beside 1,000 topics, against issue 28's targets");
+  AddConsoleBenchOptions(console_bench, &console_bench_opts);
   sluice::bench::QueryBenchOptions query_bench_opts;
   auto* query_bench = bench->add_subcommand(
       "query",
@@ -949,6 +981,7 @@ int main(int argc, char** argv) {
   if (compaction->parsed()) return sluice::bench::RunCompactionBench(compaction_opts);
   if (kafka->parsed()) return sluice::bench::RunKafkaBench(kafka_opts);
   if (pipeline_bench->parsed()) return sluice::bench::RunPipelineBench(pipeline_bench_opts);
+  if (console_bench->parsed()) return sluice::bench::RunConsoleBench(console_bench_opts);
   if (query_bench->parsed()) return sluice::bench::RunQueryBench(query_bench_opts);
   if (query_child->parsed()) return sluice::bench::RunQueryChild(query_child_opts);
   return 0;

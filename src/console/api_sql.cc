@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -56,6 +57,10 @@ Result<SqlBody> ReadSqlBody(const HttpRequest& req, bool download) {
   if (!sql.has_value() || sql->find_first_not_of(" \t\r\n;") == std::string::npos) {
     return InvalidArgumentError("sql: the query to run is missing");
   }
+  if (sql->find('\0') != std::string::npos) {
+    // The protocol's query string ends at a NUL: what follows would be dropped unseen.
+    return InvalidArgumentError("sql: a NUL character cannot be sent to the query server");
+  }
   out.sql = std::move(*sql);
   ASSIGN_OR_RETURN(out.max_rows, IntField(body, "max_rows", kDefaultMaxRows));
   if (out.max_rows < 1 || out.max_rows > kMaxRows) {
@@ -69,6 +74,11 @@ Result<SqlBody> ReadSqlBody(const HttpRequest& req, bool download) {
     }
   }
   return out;
+}
+
+JsonNumbers NumbersOf(const LocalColumn& c) {
+  if (!c.numeric) return JsonNumbers::kNever;
+  return c.type == "float4" || c.type == "float8" ? JsonNumbers::kFloats : JsonNumbers::kExact;
 }
 
 Json ColumnsJson(const std::vector<LocalColumn>& columns) {
@@ -90,17 +100,33 @@ HttpResponse SessionUnavailable(const Status& st) {
                        fmt::format("the query server cannot take a session: {}", st.message()));
 }
 
-// The DuckDB type a column's Postgres text form is read back as, for Parquet.
-std::string_view DuckTypeOf(const LocalColumn& c) {
+// The DuckDB type a column's Postgres text form is read back as, for Parquet: numeric as
+// the DECIMAL its modifier names (VARCHAR without one, or past DuckDB's 38 digits: a
+// hugeint or ubigint reported as numeric must not round through a double).
+std::string DuckTypeOf(const LocalColumn& c) {
+  if (c.type == "numeric") {
+    if (c.type_modifier < 4) return "VARCHAR";
+    const int32_t precision = (c.type_modifier - 4) >> 16;
+    const int32_t scale = (c.type_modifier - 4) & 0xffff;
+    if (precision < 1 || precision > 38 || scale > precision) return "VARCHAR";
+    return fmt::format("DECIMAL({}, {})", precision, scale);
+  }
   static const std::map<std::string, std::string_view> kTypes = {
-      {"bool", "BOOLEAN"},  {"int2", "SMALLINT"},       {"int4", "INTEGER"},
-      {"int8", "BIGINT"},   {"oid", "UBIGINT"},         {"float4", "FLOAT"},
-      {"float8", "DOUBLE"}, {"numeric", "DOUBLE"},      {"date", "DATE"},
-      {"time", "TIME"},     {"timestamp", "TIMESTAMP"}, {"timestamptz", "TIMESTAMPTZ"},
+      {"bool", "BOOLEAN"},
+      {"int2", "SMALLINT"},
+      {"int4", "INTEGER"},
+      {"int8", "BIGINT"},
+      {"oid", "UBIGINT"},
+      {"float4", "FLOAT"},
+      {"float8", "DOUBLE"},
+      {"date", "DATE"},
+      {"time", "TIME"},
+      {"timestamp", "TIMESTAMP"},
+      {"timestamptz", "TIMESTAMPTZ"},
       {"uuid", "UUID"},
   };
   auto it = kTypes.find(c.type);
-  return it == kTypes.end() ? std::string_view("VARCHAR") : it->second;
+  return std::string(it == kTypes.end() ? std::string_view("VARCHAR") : it->second);
 }
 
 // `name` as SQL writes it: as it is when a plain lower-case identifier, else quoted.
@@ -176,15 +202,30 @@ struct CsvFile {
 
 // Writes `csv` (with its columns' types) as a Parquet file at `out`, with a DuckDB of its
 // own: nothing of the query server's, no other file.
-Status CsvToParquet(const CsvFile& csv, const std::string& out) {
-  ASSIGN_OR_RETURN(auto db, duck::Database::Open({.memory_limit_bytes = 256 << 20, .threads = 1}));
+Status CsvToParquet(const CsvFile& csv, const std::string& dir, const std::string& out) {
+  ASSIGN_OR_RETURN(auto db, duck::Database::Open({.memory_limit_bytes = 256 << 20,
+                                                  .threads = 1,
+                                                  .temp_directory = dir + "/spill"}));
   ASSIGN_OR_RETURN(auto conn, duck::Connection::Open(*db));
+  // Its files: the CSV in, the Parquet file out, its spill; nothing else, settings locked.
+  RETURN_IF_ERROR(conn->Execute(fmt::format(
+      "SET allowed_directories = [{}]; SET enable_external_access = false; "
+      "SET autoinstall_known_extensions = false; SET autoload_known_extensions = false; "
+      "SET lock_configuration = true",
+      duck::QuoteLiteral(dir + "/"))));
   std::string columns;
   std::set<std::string> taken;
   for (const LocalColumn& c : csv.columns) {
-    // Two columns of one name (SELECT 1, 1) get a suffix: a Parquet file needs them apart.
+    // Two columns of one name (SELECT 1, 1; "A" and a, which DuckDB's names do not tell
+    // apart) get a suffix: a Parquet file needs them apart.
     std::string name = c.name;
-    for (int k = 2; !taken.insert(name).second; ++k) name = fmt::format("{}_{}", c.name, k);
+    auto lower = [](std::string s) {
+      for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      return s;
+    };
+    for (int k = 2; !taken.insert(lower(name)).second; ++k) {
+      name = fmt::format("{}_{}", c.name, k);
+    }
     if (!columns.empty()) columns += ", ";
     columns += duck::QuoteLiteral(name) + ": " + duck::QuoteLiteral(DuckTypeOf(c));
   }
@@ -276,8 +317,12 @@ HttpResponse ConsoleApi::RunSql(const HttpRequest& req, query::QueryServer& serv
     r.headers.emplace_back("Retry-After", "2");
     return r;
   }
-  // The count and the id are given back when the stream ends, or if it never starts.
+  // The count and the id are given back when the stream ends, or if it never starts. Made
+  // in place: a copy's destructor would give the count back twice.
   struct Running {
+    Running(ConsoleApi* a, std::string i) : api(a), id(std::move(i)) {}
+    Running(const Running&) = delete;
+    Running& operator=(const Running&) = delete;
     ConsoleApi* api;
     std::string id;
     ~Running() {
@@ -286,7 +331,7 @@ HttpResponse ConsoleApi::RunSql(const HttpRequest& req, query::QueryServer& serv
       api->running_.erase(id);
     }
   };
-  auto running = std::make_shared<Running>(Running{this, NewQueryId()});
+  auto running = std::make_shared<Running>(this, NewQueryId());
   Result<std::unique_ptr<LocalSession>> opened =
       LocalSession::Open(server, user, "", "sluice console");
   if (!opened.ok()) return SessionUnavailable(opened.status());
@@ -307,10 +352,9 @@ HttpResponse ConsoleApi::RunSql(const HttpRequest& req, query::QueryServer& serv
     bool gone = !out.Write(buf);
     buf.clear();
     if (gone) return;
-    std::vector<bool> numeric_of;
-    int64_t rows = 0;        // of the current result
-    size_t batched = 0;      // rows in the open rows line
-    bool truncated = false;  // the current result had more than max_rows
+    std::vector<JsonNumbers> numbers_of;
+    int64_t rows = 0;    // of the current result
+    size_t batched = 0;  // rows in the open rows line
     auto last_sent = Clock::now();
     auto close_batch = [&] {
       if (batched == 0) return;
@@ -329,22 +373,30 @@ HttpResponse ConsoleApi::RunSql(const HttpRequest& req, query::QueryServer& serv
     h.on_columns = [&](const std::vector<LocalColumn>& columns) {
       close_batch();
       buf += Json{{"columns", ColumnsJson(columns)}}.dump() + "\n";
-      numeric_of.clear();
-      for (const LocalColumn& c : columns) numeric_of.push_back(c.numeric);
+      numbers_of.clear();
+      for (const LocalColumn& c : columns) numbers_of.push_back(NumbersOf(c));
       rows = 0;
-      truncated = false;
       send();
     };
     h.on_row = [&](const Values& values) {
       if (rows >= max_rows) {
-        truncated = true;
+        // Cut here: said now, since the cut statement's own tag never comes.
+        close_batch();
+        buf +=
+            Json{{"complete",
+                  {{"tag", fmt::format("SELECT {}", rows)}, {"rows", rows}, {"truncated", true}}}}
+                .dump() +
+            "\n";
+        rows = 0;
+        send();
         return false;
       }
       buf += batched == 0 ? "{\"rows\":[" : ",";
       buf.push_back('[');
       for (size_t i = 0; i < values.size(); ++i) {
         if (i > 0) buf.push_back(',');
-        AppendJsonValue(buf, values[i], i < numeric_of.size() && numeric_of[i]);
+        AppendJsonValue(buf, values[i],
+                        i < numbers_of.size() ? numbers_of[i] : JsonNumbers::kNever);
       }
       buf.push_back(']');
       ++batched;
@@ -358,6 +410,14 @@ HttpResponse ConsoleApi::RunSql(const HttpRequest& req, query::QueryServer& serv
     h.on_complete = [&](std::string_view tag) {
       close_batch();
       buf += Json{{"complete", {{"tag", tag}, {"rows", rows}, {"truncated", false}}}}.dump() + "\n";
+      rows = 0;  // a statement without rows (INSERT, CREATE) counts none
+    };
+    // Every second without a row: what is held goes out, or a blank line (the page skips
+    // it), so that a client that left is found by the write and its query cancelled.
+    h.idle_ms = 1000;
+    h.on_idle = [&] {
+      if (batched == 0 && buf.empty()) buf = "\n";
+      return send();
     };
     h.on_notice = [&](std::string_view message) {
       close_batch();
@@ -366,22 +426,17 @@ HttpResponse ConsoleApi::RunSql(const HttpRequest& req, query::QueryServer& serv
     Result<LocalOutcome> outcome = session->Run(sql, h);
     if (gone) return;  // the page left: its query was cancelled by the stop
     close_batch();
+    if (outcome.ok() && outcome->rest_not_run) {
+      buf += Json{{"notice",
+                   "the query stopped where its result was cut at max_rows: statements after "
+                   "it, if any, did not run"}}
+                 .dump() +
+             "\n";
+    }
     if (!outcome.ok()) {
       buf +=
           Json{{"error", {{"sqlstate", "08006"}, {"message", outcome.status().message()}}}}.dump() +
           "\n";
-    } else if (outcome->stopped && truncated) {
-      // Cut at max_rows: the statement was cancelled there, and the rest not run.
-      buf += Json{{"complete",
-                   {{"tag", fmt::format("SELECT {}", rows)}, {"rows", rows}, {"truncated", true}}}}
-                 .dump() +
-             "\n";
-      buf += Json{{"done",
-                   {{"elapsed_ms",
-                     std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started)
-                         .count()}}}}
-                 .dump() +
-             "\n";
     } else if (!outcome->ok) {
       buf += Json{{"error", SqlErrorJson(*outcome)}}.dump(-1, ' ', false,
                                                           Json::error_handler_t::replace) +
@@ -403,6 +458,17 @@ HttpResponse ConsoleApi::DownloadSql(const HttpRequest& req, query::QueryServer&
                                      const std::string& user) {
   Result<SqlBody> body = ReadSqlBody(req, /*download=*/true);
   if (!body.ok()) return BadRequest(body.status().message());
+  // A download holds an HTTP thread while its query runs, as a stream does: one of the
+  // same kMaxQueries.
+  if (queries_.fetch_add(1) >= kMaxQueries) {
+    queries_.fetch_sub(1);
+    return ErrorResponse(429, "TOO_MANY_QUERIES",
+                         fmt::format("at most {} queries at once; wait for one", kMaxQueries));
+  }
+  struct Counted {
+    std::atomic<int>& n;
+    ~Counted() { n.fetch_sub(1); }
+  } counted{queries_};
   Result<std::unique_ptr<LocalSession>> session =
       LocalSession::Open(server, user, "", "sluice console");
   if (!session.ok()) return SessionUnavailable(session.status());
@@ -434,7 +500,7 @@ HttpResponse ConsoleApi::DownloadSql(const HttpRequest& req, query::QueryServer&
     return FileResponse(dir, csv.path, "text/csv; charset=utf-8", "result.csv");
   }
   const std::string parquet = dir->path + "/result.parquet";
-  if (Status st = CsvToParquet(csv, parquet); !st.ok()) {
+  if (Status st = CsvToParquet(csv, dir->path, parquet); !st.ok()) {
     return ErrorResponse(500, "PARQUET_FAILED",
                          fmt::format("writing the result as Parquet: {}", st.message()));
   }

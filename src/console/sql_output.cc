@@ -78,15 +78,20 @@ void AppendJsonString(std::string& out, std::string_view s) {
   out.push_back('"');
 }
 
-void AppendJsonValue(std::string& out, const std::optional<std::string_view>& v, bool numeric) {
+void AppendJsonValue(std::string& out, const std::optional<std::string_view>& v,
+                     JsonNumbers numbers) {
   if (!v.has_value()) {
     out += "null";
     return;
   }
-  if (numeric) {
+  if (numbers != JsonNumbers::kNever) {
     int significant = 0;
     bool integral = true;
     if (IsJsonNumber(*v, &significant, &integral)) {
+      if (numbers == JsonNumbers::kFloats) {
+        out.append(v->data(), v->size());
+        return;
+      }
       // 2^53 has 16 digits: every integer of up to 15 digits is exact, 16-digit ones are
       // checked; decimals of up to 15 significant digits survive a double's round trip.
       bool exact = significant <= 15;

@@ -13,11 +13,19 @@ namespace sluice::console {
 // Appends a JSON string of `s` (valid UTF-8 assumed: the query server sends it) to `out`.
 void AppendJsonString(std::string& out, std::string_view s);
 
-// Appends one value: null for NULL; for a numeric column a JSON number when the text is
-// one JSON can carry and a double holds exactly enough (integers within ±2^53, decimals of
-// at most 15 significant digits, finite floats), else a string (NaN, Infinity, a 20-digit
-// integer); a string for every other column.
-void AppendJsonValue(std::string& out, const std::optional<std::string_view>& v, bool numeric);
+// How a column's values are written in JSON.
+enum class JsonNumbers {
+  kNever,   // strings: not a number type
+  kExact,   // integers and decimals: a number when a double holds it exactly (integers
+            // within ±2^53, at most 15 significant digits), else a string
+  kFloats,  // float4/float8: the server's text is already the shortest form that reads
+            // back as the same double, so every finite value is a number
+};
+
+// Appends one value: null for NULL; a JSON number where `numbers` allows and the text is
+// one JSON can carry (never NaN or Infinity, which stay strings); otherwise a string.
+void AppendJsonValue(std::string& out, const std::optional<std::string_view>& v,
+                     JsonNumbers numbers);
 
 // Appends one CSV line (RFC 4180: a field with a comma, quote, CR or LF quoted, quotes
 // doubled; NULL an empty field) ending in "\n".

@@ -1,5 +1,6 @@
 #include "query/local_session.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -154,7 +155,8 @@ Status LocalSession::Send(const std::string& bytes) {
   return Status::OK();
 }
 
-Result<std::pair<char, std::string>> LocalSession::Next() {
+Result<std::pair<char, std::string>> LocalSession::Next(const LocalHandler* handler,
+                                                        bool* stopped) {
   while (true) {
     size_t used = 0;
     auto frame = pg::ReadFrame(std::string_view(in_).substr(in_pos_), kMaxMessage, &used);
@@ -174,6 +176,18 @@ Result<std::pair<char, std::string>> LocalSession::Next() {
     if (in_pos_ > 0) {
       in_.erase(0, in_pos_);
       in_pos_ = 0;
+    }
+    if (handler != nullptr && handler->on_idle) {
+      pollfd p{fd_, POLLIN, 0};
+      const int ready = ::poll(&p, 1, handler->idle_ms);
+      if (ready == 0) {
+        if (!*stopped && !handler->on_idle()) {
+          *stopped = true;
+          Cancel();
+        }
+        continue;
+      }
+      if (ready < 0 && errno == EINTR) continue;
     }
     char buf[64 * 1024];
     ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
@@ -247,8 +261,15 @@ Result<LocalOutcome> LocalSession::Run(std::string_view sql, const LocalHandler&
   LocalOutcome outcome;
   std::vector<LocalColumn> columns;
   std::vector<std::optional<std::string_view>> values;
+  // `abandoned`: on_idle said stop (nothing more is handed on); `skipping`: on_row said stop,
+  // so the rest of this result is dropped (its statement cancelled) and later statements
+  // are handed on as they come. A cancel landing once the statement had ended may stop a
+  // later one instead: that one's 57014 is reported.
+  bool abandoned = false;
+  bool skipping = false;
   while (true) {
-    ASSIGN_OR_RETURN(auto msg, Next());
+    ASSIGN_OR_RETURN(auto msg, Next(&handler, &abandoned));
+    if (abandoned) outcome.stopped = true;
     const char type = msg.first;
     std::string_view body = msg.second;
     pg::MessageReader r(body);
@@ -266,17 +287,19 @@ Result<LocalOutcome> LocalSession::Run(std::string_view sql, const LocalHandler&
           ASSIGN_OR_RETURN(int16_t size, r.Int16());
           ASSIGN_OR_RETURN(int32_t modifier, r.Int32());
           ASSIGN_OR_RETURN(int16_t format, r.Int16());
-          (void)table_oid, (void)attnum, (void)size, (void)modifier, (void)format;
+          (void)table_oid, (void)attnum, (void)size, (void)format;
           c.type_oid = static_cast<uint32_t>(type_oid);
+          c.type_modifier = modifier;
           c.type = PgTypeName(c.type_oid);
           c.numeric = PgTypeNumeric(c.type_oid);
           columns.push_back(std::move(c));
         }
-        if (handler.on_columns && !outcome.stopped) handler.on_columns(columns);
+        skipping = false;
+        if (handler.on_columns && !abandoned) handler.on_columns(columns);
         break;
       }
       case 'D': {
-        if (outcome.stopped) break;
+        if (abandoned || skipping) break;
         ASSIGN_OR_RETURN(int16_t n, r.Int16());
         values.assign(static_cast<size_t>(std::max<int16_t>(n, 0)), std::nullopt);
         for (int i = 0; i < n; ++i) {
@@ -287,13 +310,18 @@ Result<LocalOutcome> LocalSession::Run(std::string_view sql, const LocalHandler&
         }
         if (handler.on_row && !handler.on_row(values)) {
           outcome.stopped = true;
+          skipping = true;
           Cancel();
         }
         break;
       }
       case 'C': {
         ASSIGN_OR_RETURN(std::string_view tag, r.CString());
-        if (handler.on_complete && !outcome.stopped) handler.on_complete(tag);
+        if (skipping) {
+          skipping = false;  // the cut statement ended before the cancel reached it
+          break;
+        }
+        if (handler.on_complete && !abandoned) handler.on_complete(tag);
         break;
       }
       case 'I':  // EmptyQueryResponse
@@ -305,15 +333,27 @@ Result<LocalOutcome> LocalSession::Run(std::string_view sql, const LocalHandler&
       case 'N': {
         LocalOutcome notice;
         RETURN_IF_ERROR(ParseErrorFields(body, &notice));
-        if (handler.on_notice && !outcome.stopped) handler.on_notice(notice.message);
+        if (handler.on_notice && !abandoned) handler.on_notice(notice.message);
         break;
       }
-      case 'E':
+      case 'E': {
+        LocalOutcome error;
+        RETURN_IF_ERROR(ParseErrorFields(body, &error));
+        if (skipping) {
+          skipping = false;
+          if (error.sqlstate == "57014") {  // the cut statement's cancel
+            outcome.rest_not_run = true;
+            break;
+          }
+        }
         if (outcome.ok) {
           outcome.ok = false;
-          RETURN_IF_ERROR(ParseErrorFields(body, &outcome));
+          outcome.sqlstate = std::move(error.sqlstate);
+          outcome.message = std::move(error.message);
+          outcome.position = error.position;
         }
         break;
+      }
       case 'G': {
         // COPY FROM STDIN: the console has no data to give.
         std::string fail;

@@ -30,22 +30,34 @@ struct LocalColumn {
   uint32_t type_oid = 0;
   std::string type;      // its Postgres name: int8, text, timestamptz, ... ("unknown")
   bool numeric = false;  // int2/4/8, float4/8, numeric, oid
+  // RowDescription's atttypmod: numeric's ((precision << 16) | scale) + 4, else -1.
+  int32_t type_modifier = -1;
 };
 
 // What a statement's result tells as it runs. Any callback may be empty.
 struct LocalHandler {
   std::function<void(const std::vector<LocalColumn>&)> on_columns;
-  // One row: each value in Postgres's text form, nullopt for NULL. False stops the run: the
-  // statement is cancelled and the rest of its answer read and dropped.
+  // One row: each value in Postgres's text form, nullopt for NULL. False cuts this result:
+  // its statement is cancelled and the rest of its rows dropped; the statements after it
+  // are handed on (a simple query's statements stop at the cancel's error when it reaches
+  // a later one).
   std::function<bool(const std::vector<std::optional<std::string_view>>&)> on_row;
   std::function<void(std::string_view tag)> on_complete;  // CommandComplete's tag
   std::function<void(std::string_view message)> on_notice;
+  // Called every `idle_ms` that passes without a message from the server (a statement
+  // computing, or waiting for its turn): the caller may send what it holds, or see that
+  // its own client left. False stops the run as on_row's does.
+  std::function<bool()> on_idle;
+  int idle_ms = 500;
 };
 
 // How a Run ended: `ok`, or the server's error (the first one; a simple query stops at it).
 struct LocalOutcome {
   bool ok = true;
-  bool stopped = false;  // on_row said stop
+  bool stopped = false;  // on_row or on_idle said stop
+  // The statement on_row cut was cancelled while it ran: a simple query stops there, so the
+  // statements after it (if any) did not run.
+  bool rest_not_run = false;
   std::string sqlstate;
   std::string message;
   int position = 0;  // 1-based character position in the SQL, 0: none
@@ -72,8 +84,10 @@ class LocalSession {
  private:
   LocalSession(QueryServer& server, int fd) : server_(server), fd_(fd) {}
   Status Send(const std::string& bytes);
-  // The next backend message (type and body), read whole.
-  Result<std::pair<char, std::string>> Next();
+  // The next backend message (type and body), read whole. With `handler`, its on_idle is
+  // called while none comes; `stopped` is set (and the statement cancelled) when it says so.
+  Result<std::pair<char, std::string>> Next(const LocalHandler* handler = nullptr,
+                                            bool* stopped = nullptr);
   Status Startup(const std::string& user, const std::string& database,
                  const std::string& application_name);
 

@@ -208,6 +208,10 @@ void ServerState::Cancel(int32_t process_id, int32_t secret_key) {
   if (s.connection != nullptr && s.running_since_ms.load() != 0) {
     s.interrupt_reason.store(1);
     s.connection->Interrupt();
+  } else if (s.in_query.load()) {
+    s.cancel_pending.store(true);
+    std::lock_guard admit(admit_mu_);  // a statement waiting for its turn gives up now
+    admit_cv_.notify_all();
   }
 }
 
@@ -288,7 +292,8 @@ Result<int> ServerState::ConnectLocal(const std::string& user) {
   return fds[1];
 }
 
-bool ServerState::Admit(const std::string& user, int user_limit) {
+bool ServerState::Admit(const std::string& user, int user_limit,
+                        const std::atomic<bool>* cancelled) {
   std::unique_lock lock(admit_mu_);
   auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(options.queue_timeout_ms);
@@ -299,6 +304,7 @@ bool ServerState::Admit(const std::string& user, int user_limit) {
     return it != running_by_user_.end() && it->second >= user_limit;
   };
   while (full()) {
+    if (cancelled != nullptr && cancelled->load()) return false;
     if (stopping.load() || admit_cv_.wait_until(lock, deadline) == std::cv_status::timeout) {
       if (!full() && !stopping.load()) break;
       return false;

@@ -65,7 +65,9 @@ class ServerState {
   // false when none came (or the server stops). Release gives it back.
   // With `user_limit` > 0, also waits while `user` runs that many (per-user limits of
   // docs/design/0020-data-authorization.md): the others go ahead meanwhile.
-  bool Admit(const std::string& user = "", int user_limit = 0);
+  // `cancelled` (the session's pending cancel) ends the wait too.
+  bool Admit(const std::string& user = "", int user_limit = 0,
+             const std::atomic<bool>* cancelled = nullptr);
   void Release(const std::string& user = "");
   std::atomic<uint64_t> turns{0};         // Admit's successes
   std::atomic<uint64_t> simple_steps{0};  // statements that ran planning steps

@@ -757,7 +757,13 @@ std::optional<Session::SqlError> Session::TakeTurn(bool light) {
   if (turn_held_) return std::nullopt;
   const int user_limit =
       server_.options.hooks.max_statements_of ? server_.options.hooks.max_statements_of(user_) : 0;
-  if (!light && !server_.Admit(user_, user_limit)) {
+  auto cancelled = [&]() -> std::optional<SqlError> {
+    if (!slot_->cancel_pending.exchange(false)) return std::nullopt;
+    return SqlError{"57014", "canceling statement due to user request"};
+  };
+  if (auto c = cancelled()) return c;
+  if (!light && !server_.Admit(user_, user_limit, &slot_->cancel_pending)) {
+    if (auto c = cancelled()) return c;
     if (server_.stopping.load())
       return SqlError{"57P01", "terminating connection: the server is stopping", true};
     if (user_limit > 0) {
@@ -772,6 +778,10 @@ std::optional<Session::SqlError> Session::TakeTurn(bool light) {
         "53300", fmt::format("too many queries running: {} (query.max_running) ran for longer than "
                              "query.queue_timeout_seconds ({}) while this one waited",
                              server_.options.max_running, server_.options.queue_timeout_ms / 1000)};
+  }
+  if (auto c = cancelled()) {
+    if (!light) server_.Release(user_);
+    return c;
   }
   turn_held_ = true;
   light_turn_ = light;
@@ -821,6 +831,14 @@ std::optional<Session::SqlError> Session::ApplyClientSetting(const ClientSetting
 }
 
 bool Session::SimpleQuery(std::string_view sql_in) {
+  slot_->in_query.store(true);
+  struct Answered {
+    SessionSlot& slot;
+    ~Answered() {
+      slot.in_query.store(false);
+      slot.cancel_pending.store(false);  // a cancel that found nothing to stop is dropped
+    }
+  } answered{*slot_};
   std::string sql(sql_in);
   std::optional<SqlError> err;
   if (!pg::IsValidUtf8(sql)) {

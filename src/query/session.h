@@ -36,7 +36,13 @@ struct SessionSlot {
   // 0 none, 1 cancel request, 2 timeout, 3 RSS, 4 RSS and the user over its memory_share
   std::atomic<int> interrupt_reason{0};
   std::atomic<int64_t> rss_at_interrupt{0};  // reasons 3, 4: the RSS the watchdog saw
-  std::string user;                          // set with the connection (under the server's lock)
+  // A simple query is being answered (from its Query message to its ReadyForQuery): a
+  // cancel that finds no statement running (one waiting for its admission turn, or between
+  // two statements) is kept in `cancel_pending` and stops the next statement of that query,
+  // as Postgres's cancel stops a query waiting on a lock.
+  std::atomic<bool> in_query{false};
+  std::atomic<bool> cancel_pending{false};
+  std::string user;  // set with the connection (under the server's lock)
 };
 
 class Session {

@@ -653,10 +653,39 @@ def lake_and_sql(broker, folder, warehouse):
     status, lines = sql_stream(base, "SELECT * FROM read_csv('/etc/passwd')")
     check(lines[-1].get("error", {}).get("sqlstate") == "42501", f"the sandbox: {lines}")
 
+    # A statement without rows counts none; a float is a number whatever its digits.
+    status, lines = sql_stream(base, "SELECT * FROM range(3); CREATE TABLE z AS SELECT 1 AS x; "
+                                     "SELECT 0.1::DOUBLE + 0.2::DOUBLE AS f")
+    check([c["rows"] for c in lines_of(lines, "complete")] == [3, 0, 1], f"row counts: {lines}")
+    check(lines_of(lines, "rows")[-1] == [[0.30000000000000004]], f"a float: {lines}")
+    # Cut at max_rows, the statements after the cut are reported (or the cancel's 57014).
+    status, lines = sql_stream(base, "SELECT * FROM range(100000); CREATE TABLE after_cut AS SELECT 1",
+                               max_rows=1)
+    tags = [c["tag"] for c in lines_of(lines, "complete")]
+    check(tags[0] == "SELECT 1" and (len(tags) == 2 or lines[-1].get("error", {}).get("sqlstate") ==
+                                     "57014" or any("did not run" in n for n in lines_of(lines, "notice"))),
+          f"after a cut: {lines}")
+    expect(call(base, "POST", "/api/v1/sql", {"sql": "DELETE FROM n\u0000 WHERE id = 3"}), 400,
+           "INVALID_REQUEST", "a NUL in the SQL")
+
     # Cancel by the stream's id: it ends with 57014; the id is gone after.
     qid = cancelled_query(base)
     expect(call(base, "DELETE", f"/api/v1/sql/{qid}"), 404, "NOT_FOUND", "a finished query's id")
     expect(call(base, "DELETE", "/api/v1/sql/ffffffffffffffff"), 404, "NOT_FOUND")
+    # A page that leaves mid-query: its stream's next write (a blank line each idle second)
+    # fails, and the query is cancelled, its id gone.
+    s, qid = open_long_query(base)
+    s.close()
+    wait_until(lambda: call(base, "DELETE", f"/api/v1/sql/{qid}")[0] == 404, 30,
+               "the query of a client that left cancelled")
+    # At most 8 queries stream at once: the ninth is 429, and a slot frees when one ends.
+    held = [open_long_query(base) for _ in range(8)]
+    expect(call(base, "POST", "/api/v1/sql", {"sql": "SELECT 1"}), 429, "TOO_MANY_QUERIES")
+    for s, qid in held:
+        expect(call(base, "DELETE", f"/api/v1/sql/{qid}"), 204, what="cancel a held query")
+        s.close()
+    wait_until(lambda: call(base, "POST", "/api/v1/sql", {"sql": "SELECT 1"})[0] == 200, 30,
+               "a query once the others ended")
 
     # Downloads: CSV with its header and quoting; Parquet readable by DuckDB.
     csv_status, csv_text = call(base, "POST", "/api/v1/sql/download",
@@ -679,6 +708,22 @@ def lake_and_sql(broker, folder, warehouse):
     r = subprocess.run([SLUICE, "sql", "--json", f"SELECT sum(visits) AS v FROM read_parquet('{path}')"],
                        capture_output=True, text=True, timeout=60)
     check(r.returncode == 0 and json.loads(r.stdout) == {"v": 6}, f"the Parquet file read: {r}")
+    # Types kept: a decimal beyond a double's digits, a huge integer, two names DuckDB
+    # does not tell apart.
+    req = urllib.request.Request(
+        base + "/api/v1/sql/download", method="POST",
+        data=json.dumps({"sql": "SELECT 12345678901234567.25::DECIMAL(20,2) AS d, "
+                                "18446744073709551615::UBIGINT AS u, 1 AS \"A\", 2 AS a",
+                         "format": "parquet"}).encode(),
+        headers={"Content-Type": "application/json", "X-Sluice-Request": "1"})
+    with urllib.request.urlopen(req, timeout=60) as resp, open(path, "wb") as f:
+        f.write(resp.read())
+    r = subprocess.run([SLUICE, "sql", "--json", f"SELECT d::VARCHAR AS d, u::VARCHAR AS u, "
+                        f"\"A\" + a_2 AS s FROM read_parquet('{path}')"],
+                       capture_output=True, text=True, timeout=60)
+    check(r.returncode == 0 and json.loads(r.stdout) ==
+          {"d": "12345678901234567.25", "u": "18446744073709551615", "s": 3},
+          f"the Parquet file's types: {r}")
     expect(call(base, "POST", "/api/v1/sql/download", {"sql": "SELECT * FROM nope", "format": "csv"}),
            400, "SQL_ERROR")
     expect(call(base, "POST", "/api/v1/sql/download", {"sql": "SELECT 1", "format": "xlsx"}), 400,
@@ -702,6 +747,24 @@ def lake_and_sql(broker, folder, warehouse):
     check(rel.get("kafka.visits", {}).get("kind") == "topic", f"the topic: {rel.keys()}")
     print("tables and SQL: the pipeline's table described with its offsets and files; queries "
           "streamed, cut, failed with their position, cancelled, downloaded as CSV and Parquet")
+
+
+def open_long_query(base):
+    """A long query on a raw socket (urllib reads a stream whole): (socket, query id) once
+    the stream's first line came."""
+    import socket
+    host, port = base[len("http://"):].split(":")
+    body = json.dumps({"sql": "SELECT count(*) FROM range(1000000000) a, range(1000) b"}).encode()
+    s = socket.create_connection((host, int(port)), timeout=60)
+    s.sendall(b"POST /api/v1/sql HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+              b"X-Sluice-Request: 1\r\nContent-Length: " + str(len(body)).encode() +
+              b"\r\n\r\n" + body)
+    data = b""
+    while b"query_id" not in data or b"\n" not in data.split(b"query_id", 1)[1]:
+        chunk = s.recv(4096)
+        check(chunk != b"", f"the stream ended before its id: {data!r}")
+        data += chunk
+    return s, re.search(rb'"query_id":"([0-9a-f]+)"', data).group(1).decode()
 
 
 def cancelled_query(base):

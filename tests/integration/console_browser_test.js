@@ -112,8 +112,14 @@ async function main () {
       }
     })
     page.on('requestfailed', r => {
-      // A live stream closed by leaving the page is expected.
-      if (!r.url().includes('/messages/live')) problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`)
+      // A live stream closed by leaving the page is expected. So is ERR_ABORTED for a query's
+      // stream read to its end: chromium reports a fetch whose body a reader consumed as
+      // aborted now and then (seen on a SELECT 1 the page showed whole); the page's own
+      // status line is what the steps below check.
+      const aborted = r.failure()?.errorText === 'net::ERR_ABORTED'
+      if (!r.url().includes('/messages/live') && !(aborted && new URL(r.url()).pathname === '/api/v1/sql')) {
+        problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`)
+      }
     })
     const text = () => page.evaluate(() => document.body.innerText)
     const shot = name => page.screenshot({ path: path.join(shots, `${name}.png`), fullPage: true })
@@ -302,7 +308,7 @@ async function main () {
     assert.strictEqual(missing.status, 404)
     assert.strictEqual(missing.body.error.code, 'NOT_FOUND')
 
-    assert.deepStrictEqual(problems, [], 'no script errors or failed requests')
+    assert.deepStrictEqual(problems, [], `no script errors or failed requests: ${problems.join('; ')}`)
     await browser.close()
     browser = null
     s.proc.kill('SIGTERM')

@@ -7,9 +7,10 @@
 namespace sluice::console {
 namespace {
 
-std::string Json(std::optional<std::string_view> v, bool numeric) {
+std::string Json(std::optional<std::string_view> v, bool numeric,
+                 JsonNumbers numbers = JsonNumbers::kExact) {
   std::string out;
-  AppendJsonValue(out, v, numeric);
+  AppendJsonValue(out, v, numeric ? numbers : JsonNumbers::kNever);
   return out;
 }
 
@@ -34,6 +35,14 @@ TEST(SqlOutputTest, NumbersStayNumbersOnlyWhenExact) {
   // Not a numeric column: always a string.
   EXPECT_EQ(Json("42", false), "\"42\"");
   EXPECT_EQ(Json(std::nullopt, true), "null");
+}
+
+TEST(SqlOutputTest, FloatsAreNumbersWheneverFinite) {
+  // A float's text is the shortest that reads back as the same double: always exact.
+  EXPECT_EQ(Json("0.30000000000000004", true, JsonNumbers::kFloats), "0.30000000000000004");
+  EXPECT_EQ(Json("1.2345678901234568e+22", true, JsonNumbers::kFloats), "1.2345678901234568e+22");
+  EXPECT_EQ(Json("NaN", true, JsonNumbers::kFloats), "\"NaN\"");
+  EXPECT_EQ(Json("-Infinity", true, JsonNumbers::kFloats), "\"-Infinity\"");
 }
 
 TEST(SqlOutputTest, StringsAreEscaped) {

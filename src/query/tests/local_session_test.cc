@@ -30,6 +30,8 @@ class LocalSessionTest : public ::testing::Test {
     o.threads = 1;
     o.temp_directory = (dir_ / "spill").string();
     o.users = {{"alice", "alice-secret"}};  // TCP clients must give a password
+    o.timeout_ms = 60'000;                  // a cancel that failed ends the test anyway
+    o.max_running = 1;                      // a second statement waits for its turn
     auto s = QueryServer::Start(std::move(o));
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     server_ = std::move(s).value();
@@ -85,6 +87,11 @@ TEST_F(LocalSessionTest, RunsAsTheTrustedUserWithoutAPassword) {
   EXPECT_EQ(seen.rows[0][2], std::nullopt);
   EXPECT_EQ(seen.tags, std::vector<std::string>{"SELECT 1"});
   EXPECT_EQ(server_->session_count(), 1);
+  s->reset();
+  for (int i = 0; i < 100 && server_->session_count() != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(server_->session_count(), 0) << "the session ends with its LocalSession";
 }
 
 TEST_F(LocalSessionTest, EveryStatementAndTheFirstErrorWithItsPosition) {
@@ -130,6 +137,34 @@ TEST_F(LocalSessionTest, CancelFromAnotherThreadInterruptsTheStatement) {
   ASSERT_EQ(seen.rows.size(), 1u);
 }
 
+TEST_F(LocalSessionTest, ACancelStopsAStatementWaitingForItsTurn) {
+  // max_running 1: `busy` holds the only turn while `waiting`'s CREATE TABLE waits for it.
+  auto busy = LocalSession::Open(*server_, "alice", "", "console");
+  auto waiting = LocalSession::Open(*server_, "alice", "", "console");
+  ASSERT_TRUE(busy.ok() && waiting.ok());
+  std::thread hog(
+      [&] { RunAll(**busy, "SELECT count(*) FROM range(1000000000) a, range(1000) b"); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    (*waiting)->Cancel();
+  });
+  Seen seen = RunAll(**waiting, "CREATE TABLE q AS SELECT 42 AS answer");
+  canceller.join();
+  EXPECT_FALSE(seen.outcome.ok);
+  EXPECT_EQ(seen.outcome.sqlstate, "57014") << seen.outcome.message;
+  (*busy)->Cancel();
+  hog.join();
+  // It never ran: no table, and the session goes on.
+  seen = RunAll(**waiting, "SELECT count(*) FROM information_schema.tables WHERE table_name = 'q'");
+  ASSERT_EQ(seen.rows.size(), 1u);
+  EXPECT_EQ(seen.rows[0][0], "0");
+  // A cancel with nothing running is not kept for the next query.
+  (*waiting)->Cancel();
+  seen = RunAll(**waiting, "SELECT 5");
+  EXPECT_TRUE(seen.outcome.ok) << seen.outcome.message;
+}
+
 TEST_F(LocalSessionTest, TheRowCallbackStopsARun) {
   auto s = LocalSession::Open(*server_, "alice", "", "console");
   ASSERT_TRUE(s.ok());
@@ -143,6 +178,25 @@ TEST_F(LocalSessionTest, TheRowCallbackStopsARun) {
   Seen seen = RunAll(**s, "SELECT 4");
   ASSERT_EQ(seen.rows.size(), 1u);
   EXPECT_EQ(seen.rows[0][0], "4");
+}
+
+TEST_F(LocalSessionTest, AfterACutTheNextStatementsAreHandedOn) {
+  auto s = LocalSession::Open(*server_, "alice", "", "console");
+  ASSERT_TRUE(s.ok());
+  // The first result is small: it has ended before the cancel, and the next statement runs
+  // and is reported (or is the one the cancel stopped: then its 57014 is).
+  std::vector<std::string> tags;
+  LocalHandler h;
+  h.on_row = [&](const std::vector<std::optional<std::string_view>>&) { return false; };
+  h.on_complete = [&](std::string_view tag) { tags.emplace_back(tag); };
+  auto r = (*s)->Run("SELECT * FROM range(3); CREATE TABLE after_cut AS SELECT 1 AS x", h);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->stopped);
+  // The cut SELECT's own tag is never handed on (its caller says it was cut).
+  const bool reported = (tags.size() == 1 && tags[0] != "SELECT 3" && r->ok) ||
+                        (tags.empty() && !r->ok && r->sqlstate == "57014");
+  EXPECT_TRUE(reported) << (tags.empty() ? std::string("no tag") : tags[0]) << ", error "
+                        << r->sqlstate;
 }
 
 TEST_F(LocalSessionTest, AStoppedServerRefusesNewSessions) {
