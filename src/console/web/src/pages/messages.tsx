@@ -11,6 +11,11 @@ import { useAction } from "../hooks";
 import type { LiveEvent, Message, Messages } from "../types";
 
 const kMaxRows = 1000;
+// While following: the newest rows kept, and how often they are redrawn. At 10K messages a
+// second nobody reads more, and redrawing a thousand rows five times a second held the main
+// thread for most of a second at a time (`sluice bench console`).
+const kLiveRows = 100;
+const kLiveEveryMs = 250;
 
 type Seek = "end" | "offset" | "time";
 
@@ -156,7 +161,7 @@ export function MessageBrowser(props: { topic: string; partitions: number }) {
         <LiveFeed
           topic={props.topic}
           partition={partition}
-          onMessages={(batch) => setRows((prev) => [...batch, ...prev].slice(0, kMaxRows))}
+          onMessages={(batch) => setRows((prev) => [...batch, ...prev].slice(0, kLiveRows))}
           onStarted={() => setRows([])}
         />
       )}
@@ -166,7 +171,7 @@ export function MessageBrowser(props: { topic: string; partitions: number }) {
 }
 
 // Follows new messages while mounted: one EventSource, whose batches are handed on at most
-// once per animation frame, newest first.
+// once per kLiveEveryMs (in an animation frame), newest first, the newest kLiveRows.
 function LiveFeed(props: {
   topic: string;
   partition: string;
@@ -185,8 +190,11 @@ function LiveFeed(props: {
     const source = new EventSource(paths.live(props.topic, q));
     let pending: Message[] = [];
     let frame = 0;
+    let timer = 0;
+    let last = 0;
     const flush = () => {
       frame = 0;
+      last = performance.now();
       const batch = pending;
       pending = [];
       batch.sort((a, b) => b.timestamp - a.timestamp || b.offset - a.offset);
@@ -200,10 +208,15 @@ function LiveFeed(props: {
       } catch {
         return;
       }
-      pending.push(...batch);
-      // A hidden tab runs no animation frames: keep only what could be shown.
-      if (pending.length > kMaxRows) pending = pending.slice(pending.length - kMaxRows);
-      if (frame === 0) frame = requestAnimationFrame(flush);
+      // Only what could be shown is kept (a hidden tab runs no animation frames).
+      pending = pending.concat(batch.slice(Math.max(0, batch.length - kLiveRows)));
+      if (pending.length > kLiveRows) pending = pending.slice(pending.length - kLiveRows);
+      if (frame !== 0 || timer !== 0) return;
+      const wait = Math.max(0, last + kLiveEveryMs - performance.now());
+      timer = window.setTimeout(() => {
+        timer = 0;
+        frame = requestAnimationFrame(flush);
+      }, wait);
     });
     source.onerror = () => {
       if (source.readyState === EventSource.CLOSED) {
@@ -224,6 +237,7 @@ function LiveFeed(props: {
     return () => {
       source.close();
       if (frame !== 0) cancelAnimationFrame(frame);
+      window.clearTimeout(timer);
     };
   }, [props.topic, props.partition]);
 
@@ -235,7 +249,7 @@ function LiveFeed(props: {
         <p>
           <span class={`dot ${state}`} aria-hidden="true" />
           {state === "open"
-            ? `Following new messages; the newest ${kMaxRows.toLocaleString("en-US")} are kept.`
+            ? `Following new messages; the newest ${kLiveRows.toLocaleString("en-US")} are shown.`
             : state === "connecting"
               ? "Connecting…"
               : "Connection lost; reconnecting…"}
