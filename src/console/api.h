@@ -28,6 +28,7 @@ class WarehouseCatalog;
 }  // namespace sluice::query
 namespace sluice::lake {
 class CatalogAccess;
+class Table;
 }  // namespace sluice::lake
 
 namespace sluice::console {
@@ -116,6 +117,7 @@ class ConsoleApi {
   HttpResponse Pipelines(const HttpRequest& req, const std::vector<std::string>& path);
   // api_tables.cc
   HttpResponse Tables(const HttpRequest& req, const std::vector<std::string>& path);
+  HttpResponse Maintenance(const HttpRequest& req, lake::Table table);
   // api_sql.cc
   HttpResponse Sql(const HttpRequest& req, const std::vector<std::string>& path);
   HttpResponse RunSql(const HttpRequest& req, query::QueryServer& server, const std::string& user);

@@ -4,8 +4,11 @@
 // (docs/design/0026-console.md). With SQL grants on, a user sees what it may SELECT.
 #include <algorithm>
 
+#include "base/clock.h"
 #include "console/api.h"
 #include "console/api_util.h"
+#include "duck/database.h"
+#include "lake/maintenance.h"
 #include "lake/rest_catalog.h"
 #include "lake/table.h"
 #include "query/lake_planner/lake_catalog.h"
@@ -139,6 +142,7 @@ Json TableDetailJson(const std::vector<std::string>& ns, const std::string& name
       {"current_snapshot_id",
        m.CurrentSnapshot() ? Json(IdText(m.CurrentSnapshot()->snapshot_id)) : Json(nullptr)},
       {"last_updated_ms", m.last_updated_ms},
+      {"records", m.CurrentSnapshot() ? SummaryInt(*m.CurrentSnapshot(), "total-records") : 0},
       {"schema", {{"schema_id", schema ? schema->schema_id : 0}, {"fields", std::move(fields)}}},
       {"partition_spec",
        {{"spec_id", spec ? spec->spec_id : 0}, {"fields", std::move(spec_fields)}}},
@@ -174,7 +178,10 @@ HttpResponse ConsoleApi::Tables(const HttpRequest& req, const std::vector<std::s
                          "no lake tables here: start sluice serve with --warehouse DIR, or a "
                          "REST catalog (catalog: in the config), to see them");
   }
-  if (req.method != "GET" && req.method != "HEAD") return MethodNotAllowed(req);
+  const bool maintenance = path.size() == 4 && path[3] == "maintenance";
+  if (maintenance ? req.method != "POST" : (req.method != "GET" && req.method != "HEAD")) {
+    return MethodNotAllowed(req);
+  }
   const query::WarehouseCatalog& catalog = *options_.tables;
   auto may_read = [&](const std::vector<std::string>& ns, const std::string& table) {
     const lake::CatalogAccess* access = options_.table_access.get();
@@ -192,10 +199,13 @@ HttpResponse ConsoleApi::Tables(const HttpRequest& req, const std::vector<std::s
       tables.push_back(TableSummaryJson(info, m.ok() ? m->get() : nullptr));
     }
     return JsonResponse(
-        200, Json{{"catalog", catalog.warehouse().empty() ? "REST catalog" : catalog.warehouse()},
-                  {"tables", std::move(tables)}});
+        200,
+        Json{{"catalog", catalog.warehouse().empty() ? "REST catalog" : catalog.warehouse()},
+             // Where an iceberg sink of this process writes (null: a REST catalog).
+             {"warehouse", catalog.warehouse().empty() ? Json(nullptr) : Json(catalog.warehouse())},
+             {"tables", std::move(tables)}});
   }
-  if (path.size() != 3 && !(path.size() == 4 && path[3] == "files")) {
+  if (path.size() != 3 && !(path.size() == 4 && (path[3] == "files" || maintenance))) {
     return ErrorResponse(404, "NOT_FOUND", "no such API: " + req.path);
   }
   std::vector<std::string> ns;
@@ -219,6 +229,7 @@ HttpResponse ConsoleApi::Tables(const HttpRequest& req, const std::vector<std::s
   }
   const lake::TableMetadata& m = table->metadata();
   if (path.size() == 3) return JsonResponse(200, TableDetailJson(ns, name, m));
+  if (maintenance) return Maintenance(req, std::move(*table));
 
   Result<int64_t> wanted = QueryInt(req, "snapshot", -1);
   if (!wanted.ok()) return BadRequest(wanted.status().message());
@@ -248,6 +259,77 @@ HttpResponse ConsoleApi::Tables(const HttpRequest& req, const std::vector<std::s
   return JsonResponse(
       200, Json{{"snapshot_id", snapshot ? Json(IdText(snapshot->snapshot_id)) : Json(nullptr)},
                 {"files", std::move(files)}});
+}
+
+HttpResponse ConsoleApi::Maintenance(const HttpRequest& req, lake::Table table) {
+  Result<Json> body =
+      ParseBody(req, {"action", "dry_run", "target_file_size_bytes", "older_than_ms"});
+  if (!body.ok()) return BadRequest(body.status().message());
+  Result<std::optional<std::string>> action = OptionalString(*body, "action");
+  if (!action.ok()) return BadRequest(action.status().message());
+  if (!action->has_value() || (**action != "compact" && **action != "expire")) {
+    return BadRequest("action: compact or expire");
+  }
+  const Json& dry = (*body)["dry_run"];
+  if (!dry.is_null() && !dry.is_boolean()) return BadRequest("dry_run: true or false");
+  const bool dry_run = dry.is_null() || dry.get<bool>();  // a preview unless asked otherwise
+  // Running it rewrites and deletes the lake's files as the process: whom the process
+  // trusts with its own files, as for pipelines. A preview only reads.
+  if (!dry_run && options_.may_run_pipelines && !options_.may_run_pipelines(req.principal)) {
+    return ErrorResponse(403, "MAINTENANCE_NEEDS_SUPER_USER",
+                         "compaction and expiry rewrite and delete the table's files as the "
+                         "process: only its super users may run them (a preview is open)");
+  }
+  if (**action == "compact") {
+    Result<int64_t> target = IntField(*body, "target_file_size_bytes", int64_t{128} << 20);
+    if (!target.ok()) return BadRequest(target.status().message());
+    if (*target < (1 << 20)) return BadRequest("target_file_size_bytes: at least 1 MiB");
+    // The files are read and written by a DuckDB of this request's own.
+    auto db = duck::Database::Open({.memory_limit_bytes = 512 << 20, .threads = 1});
+    if (!db.ok()) return FromStatus(db.status());
+    auto conn = duck::Connection::Open(**db);
+    if (!conn.ok()) return FromStatus(conn.status());
+    Result<lake::CompactResult> c = lake::Compact(
+        std::move(table), {.target_file_size_bytes = *target, .dry_run = dry_run}, **conn);
+    if (!c.ok()) return FromStatus(c.status());
+    return JsonResponse(
+        200, Json{{"action", "compact"},
+                  {"dry_run", dry_run},
+                  {"target_file_size_bytes", *target},
+                  {"snapshot_id", c->snapshot_id ? Json(IdText(*c->snapshot_id)) : Json(nullptr)},
+                  {"partitions", c->partitions},
+                  {"files_rewritten", c->files_rewritten},
+                  {"bytes_rewritten", c->bytes_rewritten},
+                  {"files_written", c->files_written},
+                  {"records", c->records}});
+  }
+  Result<int64_t> older = IntField(*body, "older_than_ms", int64_t{7} * 24 * 3600 * 1000);
+  if (!older.ok()) return BadRequest(older.status().message());
+  if (*older < 0) return BadRequest("older_than_ms: not negative");
+  const int64_t now = Clock::Real()->NowMillis();
+  if (dry_run) {
+    Result<lake::ExpirePlan> plan = lake::PlanExpire(table, *older, now);
+    if (!plan.ok()) return FromStatus(plan.status());
+    Json ids = Json::array();
+    for (int64_t id : plan->snapshot_ids) ids.push_back(IdText(id));
+    return JsonResponse(200, Json{{"action", "expire"},
+                                  {"dry_run", true},
+                                  {"older_than_ms", *older},
+                                  {"snapshots", std::move(ids)},
+                                  {"files", plan->files},
+                                  {"carries_offsets", plan->carries_offsets}});
+  }
+  Result<lake::ExpireResult> e = lake::Expire(std::move(table), *older, now);
+  if (!e.ok()) return FromStatus(e.status());
+  return JsonResponse(
+      200, Json{{"action", "expire"},
+                {"dry_run", false},
+                {"older_than_ms", *older},
+                {"snapshots_removed", e->snapshots_removed},
+                {"snapshots_kept", e->snapshots_kept},
+                {"files", e->data_files_deleted + e->manifests_deleted + e->manifest_lists_deleted +
+                              e->metadata_files_deleted + e->orphans_deleted},
+                {"bytes_deleted", e->bytes_deleted}});
 }
 
 }  // namespace sluice::console

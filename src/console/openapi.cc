@@ -318,6 +318,17 @@ Json Build() {
                 Json::array({ns, table, Param("snapshot", "query", "integer", "a snapshot id")}),
                 {{"200", Answer("{snapshot_id, files}", Type("object"))},
                  {"404", Answer("NO_SUCH_TABLE, NO_SUCH_SNAPSHOT", Ref("Error"))}});
+  paths["/api/v1/tables/{namespace}/{table}/maintenance"]["post"] = Operation(
+      "compaction or expiry: a preview by default (dry_run), run with dry_run false by a super "
+      "user",
+      Json::array({ns, table}),
+      {{"200", Answer("what it would do, or did", Type("object"))},
+       {"403", Answer("MAINTENANCE_NEEDS_SUPER_USER", Ref("Error"))}},
+      Object({{"action", Type("string")},
+              {"dry_run", Type("boolean")},
+              {"target_file_size_bytes", Type("integer")},
+              {"older_than_ms", Type("integer")}},
+             {"action"}));
   return Json{{"openapi", "3.0.3"},
               {"info",
                {{"title", "sluice console API"},

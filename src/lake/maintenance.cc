@@ -194,6 +194,21 @@ Result<CompactResult> Compact(Table table, const CompactOptions& options, duck::
         "field ids; compacting such tables is not supported",
         table_root);
   }
+  if (options.dry_run) {
+    for (const auto& [partition, files] : small) {
+      std::vector<std::vector<const Live*>> bins = Bins(files, options.target_file_size_bytes);
+      if (!bins.empty()) ++out.partitions;
+      for (const auto& bin : bins) {
+        ++out.files_written;
+        for (const Live* f : bin) {
+          ++out.files_rewritten;
+          out.bytes_rewritten += f->entry.file.file_size_in_bytes;
+          out.records += f->entry.file.record_count;
+        }
+      }
+    }
+    return out;
+  }
   // Write the new files: columns read by field id, so renamed columns keep their data,
   // columns added after a file was written read as NULL and promoted types are cast.
   ASSIGN_OR_RETURN(const std::string data_dir, table.DataDir());
@@ -634,6 +649,33 @@ Result<ExpireResult> Expire(const std::string& table_root, int64_t older_than_ms
                             int64_t orphan_min_age_ms) {
   ASSIGN_OR_RETURN(Table table, Table::Load(RootKey(table_root)));
   return Expire(std::move(table), older_than_ms, now_ms, orphan_min_age_ms);
+}
+
+Result<ExpirePlan> PlanExpire(const Table& table, int64_t older_than_ms, int64_t now_ms) {
+  if (older_than_ms < 0) return InvalidArgumentError("older-than {} ms is negative", older_than_ms);
+  const TableMetadata& base = table.metadata();
+  ExpirePlan plan;
+  plan.snapshot_ids = Expired(base, now_ms - older_than_ms);
+  if (plan.snapshot_ids.empty()) return plan;
+  auto gone = [&](int64_t id) {
+    return std::find(plan.snapshot_ids.begin(), plan.snapshot_ids.end(), id) !=
+           plan.snapshot_ids.end();
+  };
+  TableMetadata after = base;
+  std::erase_if(after.snapshots, [&](const Snapshot& s) { return gone(s.snapshot_id); });
+  plan.carries_offsets =
+      NewestSummaries(after, kOffsetsSummaryPrefix) != NewestSummaries(base, kOffsetsSummaryPrefix);
+  Reach reach;
+  std::unordered_set<std::string> kept;
+  std::unordered_set<std::string> candidates;
+  RETURN_IF_ERROR(reach.AddAll(after, &kept));
+  for (const Snapshot& s : base.snapshots) {
+    if (gone(s.snapshot_id)) {
+      RETURN_IF_ERROR(reach.Add(s, /*live_only=*/false, /*missing_ok=*/true, &candidates));
+    }
+  }
+  for (const std::string& f : candidates) plan.files += kept.contains(f) ? 0 : 1;
+  return plan;
 }
 
 Result<ExpireResult> Expire(Table table, int64_t older_than_ms, int64_t now_ms,

@@ -27,6 +27,10 @@ struct CompactOptions {
   // Called once the new files are written, before the first commit attempt (tests race
   // other writers here).
   std::function<void()> before_commit;
+  // Nothing read, written or committed: the result says what a compaction would rewrite
+  // now (partitions, files_rewritten, bytes_rewritten, records; files_written: the new
+  // files' count), for a preview.
+  bool dry_run = false;
 };
 
 struct CompactResult {
@@ -89,6 +93,19 @@ Result<ExpireResult> Expire(const std::string& table_root, int64_t older_than_ms
 // the snapshots are removed through the catalog (remove-snapshots), and its metadata
 // files are left alone, whatever their names (they are the catalog's); manifests, lists
 // and data files are deleted as above.
+// What Expire would remove now, without removing anything (a preview): the snapshots, and
+// the data files, manifests and manifest lists only they reference. The files no snapshot
+// references (failed commits' leftovers) are not listed: finding them lists the table's
+// directories.
+struct ExpirePlan {
+  std::vector<int64_t> snapshot_ids;
+  int64_t files = 0;
+  // Removing them would lose a `sluice.offsets.*` value only they hold: Expire commits a
+  // snapshot carrying the offsets first.
+  bool carries_offsets = false;
+};
+Result<ExpirePlan> PlanExpire(const Table& table, int64_t older_than_ms, int64_t now_ms);
+
 Result<ExpireResult> Expire(Table table, int64_t older_than_ms, int64_t now_ms,
                             int64_t orphan_min_age_ms = kDefaultOrphanMinAgeMs);
 

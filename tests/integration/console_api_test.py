@@ -601,11 +601,14 @@ def lake_and_sql(broker, folder, warehouse):
         t = expect(call(base, "GET", "/api/v1/tables"), 200)["tables"]
         return t if t and t[0]["records"] >= 3 else None
     tables = wait_until(listed, 60, "the pipeline's table in /api/v1/tables")
+    check(expect(call(base, "GET", "/api/v1/tables"), 200)["warehouse"] == warehouse,
+          "the warehouse a sink here writes to")
     t = tables[0]
     check(t["namespace"] == ["web"] and t["name"] == "visits" and t["sql_name"] ==
           'lake."web"."visits"' and t["data_files"] >= 3 and t["size_bytes"] > 0, f"{t}")
     d = expect(call(base, "GET", "/api/v1/tables/web/visits"), 200)
     check([f["name"] for f in d["schema"]["fields"]] == ["city", "visits", "last_ms"], f"{d['schema']}")
+    check(d["records"] == t["records"], f"records {d['records']} beside the list's {t['records']}")
     check([(f["name"], f["transform"], f["source_name"]) for f in d["partition_spec"]["fields"]] ==
           [("city", "identity", "city")], f"{d['partition_spec']}")
     offsets = {(o["source"], o["partition"]): o["offset"]
@@ -745,8 +748,46 @@ def lake_and_sql(broker, folder, warehouse):
           [c["name"] for c in rel["lake.web.visits"]["columns"]] == ["city", "visits", "last_ms"],
           f"schema: {rel.keys()}")
     check(rel.get("kafka.visits", {}).get("kind") == "topic", f"the topic: {rel.keys()}")
+    # Maintenance: a preview changes nothing; then run, it rewrites what it said.
+    # A second batch of visits, so that each city's partition has two small files.
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    for i, city in enumerate(["Oslo", "Lima", "Oslo", "Pune", "Oslo", "Lima"]):
+        p.produce("visits", value=json.dumps({"city": city, "ms": 2000 + i}).encode(),
+                  partition=i % 2)
+    check(p.flush(30) == 0, "produced")
+
+    def committed():
+        t = expect(call(base, "GET", "/api/v1/tables/web/visits"), 200)
+        offsets = sum(o["offset"] for o in t["snapshots"][0]["kafka_offsets"]) if t["snapshots"] else 0
+        return t if offsets == 12 else None
+    d = wait_until(committed, 60, "the second batch in the table")
+    snapshots_before = len(d["snapshots"])
+    m = "/api/v1/tables/web/visits/maintenance"
+    plan = expect(call(base, "POST", m, {"action": "compact"}), 200, what="a compaction preview")
+    check(plan["dry_run"] and plan["snapshot_id"] is None and plan["files_rewritten"] >= 2,
+          f"the preview: {plan}")
+    check(len(expect(call(base, "GET", "/api/v1/tables/web/visits"), 200)["snapshots"]) ==
+          snapshots_before, "a preview committed nothing")
+    done = expect(call(base, "POST", m, {"action": "compact", "dry_run": False}), 200)
+    check(not done["dry_run"] and done["snapshot_id"] is not None and done["files_rewritten"] >=
+          plan["files_rewritten"], f"the compaction: {done} after {plan}")
+    status, lines = sql_stream(base, "SELECT sum(visits) AS v FROM lake.web.visits")
+    check(lines_of(lines, "rows") == [[[12]]], f"the rows after the compaction: {lines}")
+    plan = expect(call(base, "POST", m, {"action": "expire", "older_than_ms": 0}), 200)
+    check(len(plan["snapshots"]) >= 1 and plan["files"] >= 1, f"the expiry preview: {plan}")
+    done = expect(call(base, "POST", m, {"action": "expire", "older_than_ms": 0, "dry_run": False}),
+                  200)
+    check(done["snapshots_removed"] >= len(plan["snapshots"]), f"the expiry: {done} after {plan}")
+    status, lines = sql_stream(base, "SELECT sum(visits) AS v FROM lake.web.visits")
+    check(lines_of(lines, "rows") == [[[12]]], f"the rows after the expiry: {lines}")
+    expect(call(base, "POST", m, {"action": "vacuum"}), 400, "INVALID_REQUEST")
+    expect(call(base, "POST", m, {"action": "compact", "dry_run": "yes"}), 400, "INVALID_REQUEST")
+    expect(call(base, "POST", m, {"action": "compact", "target_file_size_bytes": 10}), 400,
+           "INVALID_REQUEST")
+    expect(call(base, "GET", m), 405)
     print("tables and SQL: the pipeline's table described with its offsets and files; queries "
-          "streamed, cut, failed with their position, cancelled, downloaded as CSV and Parquet")
+          "streamed, cut, failed with their position, cancelled, downloaded as CSV and Parquet; "
+          "compaction and expiry previewed, then run")
 
 
 def open_long_query(base):

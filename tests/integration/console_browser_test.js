@@ -6,9 +6,12 @@
 // group's page shows its offsets, a pipeline is written in the editor (its problems under
 // their lines, its rows previewed over the topic's messages), saved and runs; the SQL
 // page streams 100,000 rows into its grid (the last one reached by scrolling), shows an
-// error's message, charts a result and shows EXPLAIN's plan as text; the tables page
-// lists the warehouse's tables; light and dark. Screenshots of every page go to
-// SCREENSHOT_DIR (the README's images are copied from a run).
+// error's message, charts a result and shows EXPLAIN's plan as text; the Start page walks
+// from the overview to rows of a lake table (a topic made, samples sent, the pipeline's SQL
+// changed with its preview following, the pipeline started into an Iceberg table that
+// grows, the table queried) in at most 15 user actions; the tables page lists the
+// warehouse's tables; light and dark. Screenshots of every page go to SCREENSHOT_DIR (the
+// README's images are copied from a run).
 //
 // usage: node console_browser_test.js path/to/sluice SCREENSHOT_DIR
 'use strict'
@@ -285,11 +288,61 @@ async function main () {
     await until("EXPLAIN's plan", async () =>
       (await page.$eval('[data-testid="sql-explain"] pre', el => el.innerText).catch(() => '')).trim() !== '')
 
-    // Tables: the warehouse is empty (the query server cannot write the lake), so the list
-    // says so.
-    await page.goto(base + '/tables', { waitUntil: 'networkidle0' })
+    // The first page: from the overview's link to rows of a lake table, each step's button
+    // pressed once (the SQL changed once, its preview following as it is typed). Every click
+    // and key the script gives the page is a user action, counted; waits are not. The
+    // pipeline commits to its table every second; the waits are generous all the same.
+    let actions = 0
+    const act = (fn, count = 1) => { actions += count; return fn() }
+    const press = async label => {
+      const button = await page.waitForSelector(
+        `xpath/.//button[normalize-space()="${label}" and not(@disabled)]`, { timeout: 60000 })
+      await act(() => button.click())
+    }
+    const textOf = testid => page.$eval(`[data-testid="${testid}"]`, el => el.innerText).catch(() => '')
+    await page.goto(base + '/', { waitUntil: 'networkidle0' })
+    await act(async () => (await page.waitForSelector('main a[href="/start"]')).click())
+    await until('the Start page', async () => new URL(page.url()).pathname === '/start')
+    await press('Create topic') // the default: a new topic "clicks" of one partition
+    await until('the topic made', async () => (await api(base, 'GET', '/api/v1/topics/clicks')).status === 200)
+    await press('Send sample messages')
+    await until('the 50 samples shown arriving', async () => /\b50 messages in clicks\b/.test(await textOf('start-count')), 60000)
+    await until('the preview of the default SQL', async () => {
+      const rows = await textOf('preview-rows')
+      return /\bviews\b/.test(rows) && rows.includes('/pricing')
+    }, 60000)
+    // setText is three actions: a click in the editor, Ctrl+A, the paste.
+    await act(() => setText('[data-testid="sql-editor"] >>> .cm-content',
+      'SELECT page, count(*) AS views, max(ms) AS slowest_ms FROM batch GROUP BY page'), 3)
+    await until('the preview following the SQL', async () => (await textOf('preview-rows')).includes('slowest_ms'), 60000)
+    await press('Start pipeline') // the default: into the Iceberg table start.clicks_by_page
+    await until('the pipeline running', async () => {
+      const r = await api(base, 'GET', '/api/v1/pipelines/start-clicks')
+      return r.status === 200 && r.body.state === 'running'
+    }, 60000)
+    const records = async () => Number((await textOf('start-records')).replace(/\D/g, '') || 0)
+    await until("the table's first commit shown", async () => (await records()) > 0, 120000)
+    const firstRecords = await records()
+    await press('Send more messages')
+    await until('the table growing', async () => (await records()) > firstRecords, 120000)
+    await press('Query it')
+    await until("the lake table's rows in the grid", async () => {
+      const grid = await textOf('result-grid')
+      return grid.includes('slowest_ms') && grid.includes('/pricing')
+    }, 60000)
+    assert.ok((await textOf('start-query')).includes('"clicks_by_page"'), 'the query reads the lake table')
+    assert.ok(actions <= 15, `the walk took ${actions} user actions, more than 15`)
+    const yaml = (await api(base, 'GET', '/api/v1/pipelines/start-clicks')).body.yaml
+    assert.ok(/type: iceberg/.test(yaml) && /commit_interval_seconds: 1\b/.test(yaml), `the pipeline file: ${yaml}`)
+    await shot('start')
+    console.log(`start: from the overview to a lake table's rows in ${actions} user actions`)
+
+    // Tables: the Start page's table. Left by the page's own link (a page load would cut the
+    // Start page's 2-second polls short, a failed request each).
+    await (await page.waitForSelector('xpath/.//nav//a[normalize-space()="Tables"]')).click()
     await until('the tables page', async () =>
       (await page.$('[data-testid="tables-empty"]')) !== null || (await page.$('[data-testid="tables-list"] tbody tr td a')) !== null)
+    await until('the Start page\'s table listed', async () => (await textOf('tables-list')).includes('clicks_by_page'))
     await shot('tables')
 
     // Dark.

@@ -168,9 +168,20 @@ TEST_F(MaintenanceTest, CompactRewritesSmallFilesIntoFewerWithTheSameRows) {
   ASSERT_EQ(before.size(), 1000u);
   ASSERT_EQ(LiveFiles(root).size(), 40u);
 
+  // A dry run says what the compaction will do, and does nothing.
+  auto plan = Compact(root, {.target_file_size_bytes = 1 << 20, .dry_run = true}, *conn_);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_FALSE(plan->snapshot_id.has_value());
+  EXPECT_EQ(LiveFiles(root).size(), 40u);
+
   auto c = Compact(root, {.target_file_size_bytes = 1 << 20}, *conn_);
   ASSERT_TRUE(c.ok()) << c.status().message();
   ASSERT_TRUE(c->snapshot_id.has_value());
+  EXPECT_EQ(plan->files_rewritten, c->files_rewritten);
+  EXPECT_EQ(plan->files_written, c->files_written);
+  EXPECT_EQ(plan->partitions, c->partitions);
+  EXPECT_EQ(plan->bytes_rewritten, c->bytes_rewritten);
+  EXPECT_EQ(plan->records, c->records);
   EXPECT_EQ(c->files_rewritten, 40);
   EXPECT_EQ(c->files_written, 2);
   EXPECT_EQ(c->partitions, 2);
@@ -342,8 +353,18 @@ TEST_F(MaintenanceTest, ExpireRemovesOldSnapshotsAndOnlyFilesNothingLiveUses) {
   old_small.erase(young_data);
   ASSERT_EQ(old_small.size(), 12u);
 
+  // The plan first: what Expire then removes, nothing removed by it.
+  Result<Table> loaded = Table::Load(root);
+  ASSERT_TRUE(loaded.ok());
+  auto plan = PlanExpire(*loaded, kHourMs, now);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_EQ(plan->snapshot_ids.size(), 7u);
+  EXPECT_FALSE(plan->carries_offsets);
+  EXPECT_EQ(Table::Load(root)->metadata().snapshots.size(), 8u);
+
   auto e = Expire(root, kHourMs, now);
   ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_EQ(plan->files, e->data_files_deleted + e->manifests_deleted + e->manifest_lists_deleted);
   EXPECT_EQ(e->snapshots_removed, 7);  // 6 appends and the compaction; the last append stays
   EXPECT_EQ(e->snapshots_kept, 1);
   EXPECT_FALSE(e->carry_snapshot_id.has_value());

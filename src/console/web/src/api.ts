@@ -89,6 +89,7 @@ const withQuery = (path: string, q: URLSearchParams) => {
   return qs === "" ? path : `${path}?${qs}`;
 };
 export const paths = {
+  cluster: "/api/v1/cluster",
   overview: "/api/v1/overview",
   topics: (internal: boolean) => `/api/v1/topics${internal ? "?internal=true" : ""}`,
   createTopic: "/api/v1/topics",

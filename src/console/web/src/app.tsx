@@ -8,6 +8,7 @@ import { Overview } from "./pages/overview";
 import { NewPipeline, Pipeline } from "./pages/pipeline";
 import { Pipelines } from "./pages/pipelines";
 import { Sql } from "./pages/sql";
+import { Start } from "./pages/start";
 import { Table } from "./pages/table";
 import { Tables } from "./pages/tables";
 import { Topic } from "./pages/topic";
@@ -17,6 +18,7 @@ import { setThemeChoice, themeChoice, type ThemeChoice } from "./theme";
 import { useTitle } from "./hooks";
 
 const kNav: { href: string; label: string; pages: Route["page"][] }[] = [
+  { href: "/start", label: "Start", pages: ["start"] },
   { href: "/", label: "Overview", pages: ["overview"] },
   { href: "/topics", label: "Topics", pages: ["topics", "topic"] },
   { href: "/groups", label: "Consumer groups", pages: ["groups", "group"] },
@@ -62,6 +64,8 @@ export function App() {
 function Page(props: { route: Route }) {
   const r = props.route;
   switch (r.page) {
+    case "start":
+      return <Start />;
     case "overview":
       return <Overview />;
     case "topics":

@@ -41,6 +41,7 @@ export function onLinkClick(e: MouseEvent): void {
 }
 
 export type Route =
+  | { page: "start" }
   | { page: "overview" }
   | { page: "topics" }
   | { page: "topic"; name: string }
@@ -72,6 +73,7 @@ export function match(path: string): Route {
         return { page: "topics" };
       case "groups":
         return { page: "groups" };
+      case "start":
       case "pipelines":
       case "tables":
       case "sql":

@@ -271,6 +271,8 @@ export interface TableSummary {
 
 export interface Tables {
   catalog: string;
+  // The warehouse directory an iceberg sink of this server writes to; null for a REST catalog.
+  warehouse: string | null;
   tables: TableSummary[];
 }
 

@@ -259,7 +259,7 @@ function LiveFeed(props: {
   );
 }
 
-function MessageTable(props: { rows: Message[]; empty: string }) {
+export function MessageTable(props: { rows: Message[]; empty: string }) {
   if (props.rows.length === 0) return props.empty ? <p class="muted">{props.empty}</p> : null;
   return (
     <table class="messages">

@@ -1,5 +1,6 @@
 // The overview: the cluster, counts, and this broker's throughput as live charts, from
-// GET /api/v1/overview every 2 s (docs/design/0026-console.md #8).
+// GET /api/v1/overview every 2 s (docs/design/0026-console.md #8); the way to the Start
+// page, prominent while the cluster has no topics.
 import type { ComponentChildren } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { paths, request, type ApiError } from "../api";
@@ -78,7 +79,26 @@ export function Overview() {
   const ts = samples.map((s) => s.t);
   return (
     <section>
-      <h1>Overview</h1>
+      <div class="title-row">
+        <h1>Overview</h1>
+        <Link href="/start" class="start-link">
+          New here? Start →
+        </Link>
+      </div>
+      {data && data.topics === 0 && (
+        <div class="notice start-notice" role="status">
+          <p>
+            <strong>This cluster has no topics yet.</strong> The Start page walks you from
+            nothing to a live result in about three minutes: a topic, messages arriving, the SQL
+            of a pipeline tried on them, the pipeline running into a table, and a query of it.
+          </p>
+          <p>
+            <Link href="/start" class="button primary">
+              Start →
+            </Link>
+          </p>
+        </div>
+      )}
       <ErrorBox error={error}>
         <span class="muted"> (trying again every 2 s)</span>
       </ErrorBox>

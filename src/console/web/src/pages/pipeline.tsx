@@ -552,7 +552,7 @@ function PreviewView(props: {
 // A row that is not an object (a row that was not JSON) shows in this column.
 const kValueColumn = "(row)";
 
-function PreviewResult(props: { preview: PipelinePreview }) {
+export function PreviewResult(props: { preview: PipelinePreview }) {
   const p = props.preview;
   const rows = p.rows.slice(0, kMaxPreviewRows);
   const columns: string[] = [];
