@@ -425,24 +425,32 @@ Result<std::vector<Watermarks>> Admin::QueryWatermarks(
   std::vector<Watermarks> out(partitions.size());
   if (partitions.empty()) return out;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
+  // librdkafka 2.0 finds each answered partition in the request's list by a linear search:
+  // a list of n partitions costs n²/2 string compares (2,000 partitions: 2M, most of a
+  // 50 ms topic listing). Lists of kChunk keep that small for a few more round trips.
+  constexpr size_t kChunk = 256;
   for (int64_t spec : {int64_t{RD_KAFKA_OFFSET_BEGINNING}, int64_t{RD_KAFKA_OFFSET_END}}) {
-    detail::PartitionListPtr list(
-        rd_kafka_topic_partition_list_new(static_cast<int>(partitions.size())));
-    for (const TopicPartition& tp : partitions) {
-      rd_kafka_topic_partition_list_add(list.get(), tp.topic.c_str(), tp.partition)->offset = spec;
-    }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    RETURN_IF_ERROR(detail::ErrorStatus(
-        rd_kafka_offsets_for_times(rk_.get(), list.get(),
-                                   static_cast<int>(std::max<int64_t>(left.count(), 1))),
-        "watermarks"));
-    for (size_t i = 0; i < partitions.size(); ++i) {
-      const rd_kafka_topic_partition_t& e = list->elems[i];
+    for (size_t from = 0; from < partitions.size(); from += kChunk) {
+      const size_t to = std::min(partitions.size(), from + kChunk);
+      detail::PartitionListPtr list(rd_kafka_topic_partition_list_new(static_cast<int>(to - from)));
+      for (size_t i = from; i < to; ++i) {
+        rd_kafka_topic_partition_list_add(list.get(), partitions[i].topic.c_str(),
+                                          partitions[i].partition)
+            ->offset = spec;
+      }
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
       RETURN_IF_ERROR(detail::ErrorStatus(
-          e.err,
-          fmt::format("watermarks of {} [{}]", partitions[i].topic, partitions[i].partition)));
-      (spec == RD_KAFKA_OFFSET_BEGINNING ? out[i].low : out[i].high) = e.offset;
+          rd_kafka_offsets_for_times(rk_.get(), list.get(),
+                                     static_cast<int>(std::max<int64_t>(left.count(), 1))),
+          "watermarks"));
+      for (size_t i = from; i < to; ++i) {
+        const rd_kafka_topic_partition_t& e = list->elems[i - from];
+        RETURN_IF_ERROR(detail::ErrorStatus(
+            e.err,
+            fmt::format("watermarks of {} [{}]", partitions[i].topic, partitions[i].partition)));
+        (spec == RD_KAFKA_OFFSET_BEGINNING ? out[i].low : out[i].high) = e.offset;
+      }
     }
   }
   return out;
