@@ -257,6 +257,37 @@ TEST_F(KafkaClientBrokerTest, QueryHighWatermarkAsksTheLeader) {
   EXPECT_FALSE((*consumer)->QueryHighWatermark("no-such-topic", 0, 2s).ok());
 }
 
+// The many-partition query asks in lists of 256: every partition's watermarks come back in
+// the order asked, across the lists' seams, whatever each holds.
+TEST_F(KafkaClientBrokerTest, WatermarksOfManyPartitionsComeBackInOrder) {
+  auto admin = Admin::Create(Base());
+  ASSERT_TRUE(admin.ok()) << admin.status().ToString();
+  ASSERT_TRUE((*admin)->CreateTopic("wide", 300, 1, {}, 30s).ok());
+  ASSERT_TRUE((*admin)->CreateTopic("narrow", 2, 1, {}, 10s).ok());
+  auto producer = Producer::Create(Base(), nullptr);
+  ASSERT_TRUE(producer.ok()) << producer.status().ToString();
+  // Partition p of "wide" gets p % 4 records; "narrow" 7 and 1.
+  for (int p = 0; p < 300; ++p) {
+    for (int i = 0; i < p % 4; ++i) ASSERT_TRUE((*producer)->Produce("wide", p, {}, "v", 0).ok());
+  }
+  for (int i = 0; i < 7; ++i) ASSERT_TRUE((*producer)->Produce("narrow", 0, {}, "v", 0).ok());
+  ASSERT_TRUE((*producer)->Produce("narrow", 1, {}, "v", 0).ok());
+  ASSERT_TRUE((*producer)->Flush(30s).ok());
+  std::vector<TopicPartition> asked;
+  for (int p = 299; p >= 0; --p) asked.push_back({"wide", p, 0});  // not in the log's order
+  asked.push_back({"narrow", 1, 0});
+  asked.push_back({"narrow", 0, 0});
+  Result<std::vector<Watermarks>> marks = (*admin)->QueryWatermarks(asked, 30s);
+  ASSERT_TRUE(marks.ok()) << marks.status().ToString();
+  ASSERT_EQ(marks->size(), asked.size());
+  for (size_t i = 0; i < 300; ++i) {
+    EXPECT_EQ((*marks)[i].low, 0) << "wide " << asked[i].partition;
+    EXPECT_EQ((*marks)[i].high, asked[i].partition % 4) << "wide " << asked[i].partition;
+  }
+  EXPECT_EQ((*marks)[300].high, 1);
+  EXPECT_EQ((*marks)[301].high, 7);
+}
+
 // librdkafka 2.0's rd_kafka_query_watermark_offsets retries a request to a leader that
 // went away for as long as it stays away, whatever its timeout: a pipeline's runner and a
 // registry write hung there after a broker of a cluster stopped. The queries give up.
