@@ -324,7 +324,9 @@ Result<PlannedStatement> QueryEngine::Plan(duck::Connection& conn, std::string_v
   // A table created after the session started shows in \dt at once (best effort: a
   // failure leaves the relations as they were and the statement runs).
   if ((catalog_ != nullptr || topics_ != nullptr) && ReadsCatalog(statement)) {
-    (void)RefreshRelations(conn, /*topics=*/true);
+    if (Status st = RefreshRelations(conn, /*topics=*/true); !st.ok()) {
+      SLUICE_LOG(kLog, kWarn, "the catalog's relations are left as they were: {}", st.message());
+    }
   }
   // CREATE TABLE ... AS <query> and INSERT INTO ... <query>: the query is planned as a
   // SELECT is (lake tables, topic() bounds), the statement around it kept; no rewrite.

@@ -530,6 +530,10 @@ Status SetExternalRelations(duck::Connection& conn,
                             const std::vector<ExternalRelation>& relations) {
   std::string sql =
       "BEGIN; DELETE FROM sluice_pg_ext_columns; DELETE FROM sluice_pg_ext_relations;";
+  // One INSERT of many rows per table: a statement per row cost about half a millisecond
+  // each, 5 s for a thousand topics of seven columns, on every catalog read.
+  std::string relation_rows;
+  std::string column_rows;
   std::vector<std::string> schemas;
   for (size_t i = 0; i < relations.size(); ++i) {
     const ExternalRelation& r = relations[i];
@@ -544,11 +548,11 @@ Status SetExternalRelations(duck::Connection& conn,
         acl += (a ? ", " : "") + duck::QuoteLiteral(r.acl[a]);
       acl += "]";
     }
-    sql += fmt::format("INSERT INTO sluice_pg_ext_relations VALUES ({}, {}, {}, {}, {}, {}, {});",
-                       oid, kExternalNamespaceOidBase + static_cast<int64_t>(schema_index),
-                       duck::QuoteLiteral(r.schema), duck::QuoteLiteral(r.name),
-                       r.is_view ? "'v'" : "'r'",
-                       r.comment.empty() ? "NULL" : duck::QuoteLiteral(r.comment), acl);
+    relation_rows += fmt::format(
+        "{}({}, {}, {}, {}, {}, {}, {})", relation_rows.empty() ? "" : ", ", oid,
+        kExternalNamespaceOidBase + static_cast<int64_t>(schema_index),
+        duck::QuoteLiteral(r.schema), duck::QuoteLiteral(r.name), r.is_view ? "'v'" : "'r'",
+        r.comment.empty() ? "NULL" : duck::QuoteLiteral(r.comment), acl);
     for (size_t c = 0; c < r.columns.size(); ++c) {
       const ExternalColumn& col = r.columns[c];
       const PgTypeRef type = PgTypeForDuckDB(col.duckdb_type);
@@ -557,13 +561,16 @@ Status SetExternalRelations(duck::Connection& conn,
         precision = std::to_string(((type.typmod - 4) >> 16) & 0xffff);
         scale = std::to_string((type.typmod - 4) & 0xffff);
       }
-      sql +=
-          fmt::format("INSERT INTO sluice_pg_ext_columns VALUES ({}, {}, {}, {}, {}, {}, {}, {});",
-                      oid, duck::QuoteLiteral(col.name), c + 1, duck::QuoteLiteral(col.duckdb_type),
+      column_rows +=
+          fmt::format("{}({}, {}, {}, {}, {}, {}, {}, {})", column_rows.empty() ? "" : ", ", oid,
+                      duck::QuoteLiteral(col.name), c + 1, duck::QuoteLiteral(col.duckdb_type),
                       precision, scale, col.nullable ? "false" : "true",
                       col.comment.empty() ? "NULL" : duck::QuoteLiteral(col.comment));
     }
   }
+  if (!relation_rows.empty())
+    sql += "INSERT INTO sluice_pg_ext_relations VALUES " + relation_rows + ";";
+  if (!column_rows.empty()) sql += "INSERT INTO sluice_pg_ext_columns VALUES " + column_rows + ";";
   sql += "COMMIT;";
   Status st = conn.Execute(sql);
   if (!st.ok()) {
