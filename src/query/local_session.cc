@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -177,11 +178,13 @@ Result<std::pair<char, std::string>> LocalSession::Next(const LocalHandler* hand
       in_.erase(0, in_pos_);
       in_pos_ = 0;
     }
-    if (handler != nullptr && handler->on_idle) {
+    if (handler != nullptr) {
       pollfd p{fd_, POLLIN, 0};
-      const int ready = ::poll(&p, 1, handler->idle_ms);
+      const int ready = ::poll(&p, 1, std::max(handler->idle_ms, 1));
       if (ready == 0) {
-        if (!*stopped && !handler->on_idle()) {
+        // A cancel that reached the server before its statement ran was not kept there.
+        if (cancel_requested_.load()) server_.Cancel(process_id_.load(), secret_key_.load());
+        if (handler->on_idle && !*stopped && !handler->on_idle()) {
           *stopped = true;
           Cancel();
         }
@@ -252,6 +255,17 @@ Status LocalSession::Startup(const std::string& user, const std::string& databas
 
 Result<LocalOutcome> LocalSession::Run(std::string_view sql, const LocalHandler& handler) {
   if (broken_) return IOError("the query server's session is closed");
+  struct Ended {
+    std::atomic<bool>& requested;
+    ~Ended() { requested.store(false); }
+  } ended{cancel_requested_};
+  if (cancel_requested_.load()) {
+    LocalOutcome cancelled;
+    cancelled.ok = false;
+    cancelled.sqlstate = "57014";
+    cancelled.message = "canceling statement due to user request";
+    return cancelled;
+  }
   std::string query;
   pg::MessageWriter w(query);
   w.Begin('Q');
@@ -311,7 +325,8 @@ Result<LocalOutcome> LocalSession::Run(std::string_view sql, const LocalHandler&
         if (handler.on_row && !handler.on_row(values)) {
           outcome.stopped = true;
           skipping = true;
-          Cancel();
+          // Once: the statements after the cut one are to run.
+          server_.Cancel(process_id_.load(), secret_key_.load());
         }
         break;
       }
@@ -374,6 +389,7 @@ Result<LocalOutcome> LocalSession::Run(std::string_view sql, const LocalHandler&
 }
 
 void LocalSession::Cancel() {
+  cancel_requested_.store(true);
   const int32_t pid = process_id_.load();
   if (pid != 0) server_.Cancel(pid, secret_key_.load());
 }

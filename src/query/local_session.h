@@ -78,7 +78,9 @@ class LocalSession {
   // Status is an error only when the session itself broke (the socket, a malformed
   // answer): the session cannot be used again.
   Result<LocalOutcome> Run(std::string_view sql, const LocalHandler& handler);
-  // Interrupts the statement running now, if any (any thread): it ends with SQLSTATE 57014.
+  // Interrupts the run (any thread): its statement ends with SQLSTATE 57014. A cancel that
+  // comes before the server began the statement (the query still on its way) is asked again
+  // every idle_ms until the run ends, and one before Run stops that run before it is sent.
   void Cancel();
 
  private:
@@ -97,6 +99,7 @@ class LocalSession {
   size_t in_pos_ = 0;
   std::atomic<int32_t> process_id_{0};
   std::atomic<int32_t> secret_key_{0};
+  std::atomic<bool> cancel_requested_{false};  // until the run it stopped has ended
   bool broken_ = false;
 };
 
