@@ -79,6 +79,11 @@ std::string SourceCommit() {
   return out;
 }
 
+std::string SourceNodeModules() {
+  const std::string dir = SLUICE_SOURCE_DIR;
+  return dir.empty() ? "node_modules" : dir + "/node_modules";
+}
+
 double Median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());

@@ -45,6 +45,10 @@ std::string LoadAverages();
 // `git describe --always --dirty` of the source tree the binary was built from, or "".
 std::string SourceCommit();
 
+// The node_modules of the source tree the binary was built from ("node_modules" when
+// unknown): the pinned npm packages the query and console benches run with node.
+std::string SourceNodeModules();
+
 // The median of `v` (the mean of the middle two for an even count); 0 when empty.
 double Median(std::vector<double> v);
 

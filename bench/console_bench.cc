@@ -20,10 +20,6 @@
 #include "kafka/client/admin.h"
 #include "kafka/client/producer.h"
 
-#ifndef SLUICE_SOURCE_DIR
-#define SLUICE_SOURCE_DIR ""
-#endif
-
 namespace sluice::bench {
 namespace {
 
@@ -128,10 +124,7 @@ int RunConsoleBench(const ConsoleBenchOptions& given) {
         "--topics, --partitions, --calls, --page-runs, --follow-rate and --follow-seconds "
         "must be at least 1, --pipelines from 0 to --topics");
   }
-  if (o.node_modules.empty()) {
-    const std::string src = SLUICE_SOURCE_DIR;
-    o.node_modules = src.empty() ? "node_modules" : src + "/node_modules";
-  }
+  if (o.node_modules.empty()) o.node_modules = SourceNodeModules();
   if (!fs::exists(o.node_modules + "/puppeteer-core/package.json")) {
     return Fail(
         fmt::format("puppeteer-core is not in {} (npm ci --ignore-scripts in the source tree, or "

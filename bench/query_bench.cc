@@ -34,10 +34,6 @@
 #include "lake/table.h"
 #include "lake/table_files.h"
 
-#ifndef SLUICE_SOURCE_DIR
-#define SLUICE_SOURCE_DIR ""
-#endif
-
 namespace sluice::bench {
 namespace {
 
@@ -157,11 +153,6 @@ std::string DefaultDataDir() {
   const char* xdg = std::getenv("XDG_CACHE_HOME");
   if (xdg != nullptr && *xdg != '\0') return std::string(xdg) + "/sluice/bench-query";
   return "/tmp/sluice-bench-query";
-}
-
-std::string DefaultNodeModules() {
-  std::string dir = SLUICE_SOURCE_DIR;
-  return dir.empty() ? "node_modules" : dir + "/node_modules";
 }
 
 std::string Join(const std::vector<std::string>& v, std::string_view sep) {
@@ -1369,7 +1360,7 @@ int RunQueryBench(const QueryBenchOptions& options) {
   ctx.commit = SourceCommit();
   std::string data_dir = o.data_dir.empty() ? DefaultDataDir() : o.data_dir;
   ctx.data = DatasetPaths(data_dir, o.rows, o.seed);
-  ctx.node_modules = o.node_modules.empty() ? DefaultNodeModules() : o.node_modules;
+  ctx.node_modules = o.node_modules.empty() ? SourceNodeModules() : o.node_modules;
   std::string binary = o.sluice_binary;
   if (binary == "/proc/self/exe") {
     std::error_code ec;

@@ -809,23 +809,11 @@ def open_long_query(base):
 
 
 def cancelled_query(base):
-    """Starts a long query on a raw socket (urllib reads a stream whole), reads its first
-    line (the query id), cancels it by that id, and checks its stream ends with 57014.
-    Returns the id."""
-    import socket
-    host, port = base[len("http://"):].split(":")
-    body = json.dumps({"sql": "SELECT count(*) FROM range(1000000000) a, range(1000) b"}).encode()
-    s = socket.create_connection((host, int(port)), timeout=60)
-    s.sendall(b"POST /api/v1/sql HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-              b"X-Sluice-Request: 1\r\nContent-Length: " + str(len(body)).encode() +
-              b"\r\n\r\n" + body)
-    data = b""
-    while b"query_id" not in data or b"\n" not in data.split(b"query_id", 1)[1]:
-        chunk = s.recv(4096)
-        check(chunk != b"", f"the stream ended before its id: {data!r}")
-        data += chunk
-    qid = re.search(rb'"query_id":"([0-9a-f]+)"', data).group(1).decode()
+    """Starts a long query (open_long_query), cancels it by its id, and checks its stream
+    ends with 57014. Returns the id."""
+    s, qid = open_long_query(base)
     expect(call(base, "DELETE", f"/api/v1/sql/{qid}"), 204, what="cancel")
+    data = b""
     while b"57014" not in data:
         chunk = s.recv(4096)
         check(chunk != b"", f"the cancelled stream ended without 57014: {data!r}")
