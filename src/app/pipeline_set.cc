@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -39,9 +40,36 @@ struct PipelineSet::Entry {
   std::unique_ptr<pipeline::PipelineRunner> runner;
   std::thread thread;
   mutable std::mutex mu;
-  Status result;      // guarded by mu: why Run returned
-  bool done = false;  // guarded by mu
+  Status result;         // guarded by mu: why Run returned
+  bool done = false;     // guarded by mu
+  bool stopped = false;  // stopped by hand: `file` ends in kStoppedSuffix
 };
+
+namespace {
+
+// What a stopped pipeline's file name ends with.
+constexpr std::string_view kStoppedSuffix = ".stopped";
+
+bool IsStoppedFile(std::string_view file) {
+  return file.size() > kStoppedSuffix.size() && file.ends_with(kStoppedSuffix);
+}
+
+// The name a pipeline's file has while it runs.
+std::string RunningFile(const std::string& file) {
+  return IsStoppedFile(file) ? file.substr(0, file.size() - kStoppedSuffix.size()) : file;
+}
+
+Status RenameFile(const std::string& from, const std::string& to) {
+  std::error_code ec;
+  if (fs::exists(to, ec)) {
+    return AlreadyExistsError("cannot rename {} to {}: that file exists", from, to);
+  }
+  fs::rename(from, to, ec);
+  if (ec) return IOError("cannot rename {} to {}: {}", from, to, ec.message());
+  return Status::OK();
+}
+
+}  // namespace
 
 int64_t DefaultPipelineMemoryBudget() {
   long pages = ::sysconf(_SC_PHYS_PAGES);
@@ -63,7 +91,7 @@ Result<std::vector<std::string>> PipelineSet::ListFiles() const {
   }
   std::vector<std::string> files;
   for (const auto& entry : fs::directory_iterator(dir_, ec)) {
-    std::string ext = entry.path().extension().string();
+    const std::string ext = fs::path(RunningFile(entry.path().string())).extension().string();
     if (entry.is_regular_file() && (ext == ".yml" || ext == ".yaml")) {
       std::error_code canon_ec;
       fs::path canonical = fs::weakly_canonical(entry.path(), canon_ec);
@@ -81,7 +109,7 @@ Result<PipelineSet::Loaded> PipelineSet::LoadOne(const std::string& file) const 
   text << in.rdbuf();
   ASSIGN_OR_RETURN(pipeline::PipelineConfig config,
                    pipeline::LoadPipelineFile(file, pipeline::ProcessEnv()));
-  if (config.name.empty()) config.name = fs::path(file).stem().string();
+  if (config.name.empty()) config.name = fs::path(RunningFile(file)).stem().string();
   // One spelling per file, so that a reload recognises a file added by another path.
   std::error_code ec;
   fs::path canonical = fs::weakly_canonical(file, ec);
@@ -103,6 +131,7 @@ std::unique_ptr<PipelineSet::Entry> PipelineSet::MakeEntry(Loaded loaded) {
   e->text = std::move(loaded.text);
   e->memory = loaded.config.duckdb.memory_limit_bytes;
   e->config = std::move(loaded.config);
+  e->stopped = IsStoppedFile(e->file);
   return e;
 }
 
@@ -120,7 +149,7 @@ Result<std::unique_ptr<PipelineSet>> PipelineSet::Load(const std::string& dir,
       continue;
     }
     std::unique_ptr<Entry> e = MakeEntry(std::move(loaded).value());
-    total += e->memory;
+    if (!e->stopped) total += e->memory;
     auto [it, fresh] = set->entries_.try_emplace(e->name, nullptr);
     if (!fresh) {
       errors.push_back(
@@ -254,6 +283,20 @@ Result<std::unique_ptr<pipeline::PipelineRunner>> PipelineSet::Create(Entry& e) 
       return InvalidArgumentError("{}: source.kafka.in_process is true, but {}", e.file, why);
     }
   }
+  options.on_failure = [this, name = e.name](const pipeline::DeadLetter& letter,
+                                             bool dead_lettered) {
+    const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    pipeline::RecentFailure f{now, dead_lettered, letter.value ? letter.value->size() : 0, letter};
+    if (f.letter.value && f.letter.value->size() > kFailureValueBytes) {
+      f.letter.value->resize(kFailureValueBytes);
+    }
+    std::lock_guard lock(failures_mu_);
+    auto& recent = failures_[name];
+    recent.push_back(std::move(f));
+    if (recent.size() > kRecentFailures) recent.pop_front();
+  };
   auto runner = pipeline::PipelineRunner::Create(config, options);
   if (!runner.ok()) return runner.status().WithContext(e.file);
   return runner;
@@ -303,7 +346,7 @@ Status PipelineSet::Start() {
     std::lock_guard lock(mu_);
     if (stopping_) return FailedPreconditionError("the pipelines are stopping");
     for (auto& [name, e] : entries_) {
-      if (!e->runner) loaded.push_back(e.get());
+      if (!e->runner && !e->stopped) loaded.push_back(e.get());
     }
   }
   // Every runner is created before any thread starts: a pipeline that cannot open its
@@ -351,13 +394,11 @@ Status PipelineSet::Add(const std::string& file) {
       return AlreadyExistsError("{}: pipeline name '{}' is also used by {}", file, name,
                                 it->second->file);
     }
-    int64_t total = e->memory;
-    for (const auto& [n, other] : entries_) total += other->memory;
-    RETURN_IF_ERROR(CheckBudget(total));
+    RETURN_IF_ERROR(CheckBudget(RunningMemoryLocked(name) + (e->stopped ? 0 : e->memory)));
     entries_.emplace(name, std::move(e));
     started = started_;
   }
-  if (!started) return Status::OK();
+  if (!started || raw->stopped) return Status::OK();
   Status st = Launch(*raw);
   if (!st.ok()) {
     // Not added after all: its name and memory are free for the next try.
@@ -383,6 +424,8 @@ Status PipelineSet::Remove(const std::string& name) {
     entries_.erase(it);
   }
   Halt(gone);
+  std::lock_guard lock(failures_mu_);
+  failures_.erase(name);
   return Status::OK();
 }
 
@@ -403,7 +446,7 @@ Status PipelineSet::Replace(std::unique_ptr<Entry> e, std::optional<Loaded> prev
   // The old runner finishes and commits its batch before the new one opens the same
   // group and state.
   Halt(gone);
-  if (!started) return Status::OK();
+  if (!started || raw->stopped) return Status::OK();
   Status st = Launch(*raw);
   if (st.ok() || !previous) return st;
   std::unique_ptr<Entry> back = MakeEntry(std::move(*previous));
@@ -431,10 +474,9 @@ Status PipelineSet::Restart(const std::string& name) {
     if (it == entries_.end()) return NotFoundError("no pipeline named '{}'", name);
     old = it->second.get();
     started = started_;
-    for (const auto& [n, e] : entries_) {
-      if (n != name) others += e->memory;
-    }
+    others = RunningMemoryLocked(name);
   }
+  if (old->stopped) return StartLocked(*old, others, started);
   ASSIGN_OR_RETURN(Loaded loaded, LoadOne(old->file));
   if (loaded.config.name != name) {
     return InvalidArgumentError("{}: the file now names pipeline '{}', not '{}' (use Reload)",
@@ -443,6 +485,108 @@ Status PipelineSet::Restart(const std::string& name) {
   RETURN_IF_ERROR(CheckBudget(others + loaded.config.duckdb.memory_limit_bytes));
   Loaded previous{old->file, old->text, old->config};
   return Replace(MakeEntry(std::move(loaded)), std::move(previous), started);
+}
+
+void PipelineSet::Park(Entry& e) {
+  if (e.runner) e.runner->Stop();
+  if (e.thread.joinable()) e.thread.join();
+  std::unique_ptr<pipeline::PipelineRunner> runner;
+  {
+    std::lock_guard lock(mu_);  // List() and Health() read the runner
+    runner = std::move(e.runner);
+    std::lock_guard entry_lock(e.mu);
+    e.result = Status::OK();
+    e.done = false;
+  }
+  // Destroyed outside the locks: it removes the metrics labelled with its name.
+  runner.reset();
+}
+
+int64_t PipelineSet::RunningMemoryLocked(const std::string& except) const {
+  int64_t total = 0;
+  for (const auto& [name, e] : entries_) {
+    if (name != except && !e->stopped) total += e->memory;
+  }
+  return total;
+}
+
+Status PipelineSet::StopOne(const std::string& name) {
+  std::lock_guard manage(manage_mu_);
+  Entry* e;
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return FailedPreconditionError("the pipelines are stopping");
+    auto it = entries_.find(name);
+    if (it == entries_.end()) return NotFoundError("no pipeline named '{}'", name);
+    e = it->second.get();
+    if (e->stopped) return Status::OK();
+  }
+  // The file first: a pipeline whose file cannot say so would start again next time.
+  const std::string stopped = e->file + std::string(kStoppedSuffix);
+  RETURN_IF_ERROR(RenameFile(e->file, stopped));
+  Park(*e);
+  std::lock_guard lock(mu_);
+  e->file = stopped;
+  e->stopped = true;
+  return Status::OK();
+}
+
+Status PipelineSet::StartOne(const std::string& name) {
+  std::lock_guard manage(manage_mu_);
+  Entry* e;
+  bool started;
+  int64_t others;
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return FailedPreconditionError("the pipelines are stopping");
+    auto it = entries_.find(name);
+    if (it == entries_.end()) return NotFoundError("no pipeline named '{}'", name);
+    e = it->second.get();
+    if (!e->stopped) return Status::OK();
+    started = started_;
+    others = RunningMemoryLocked(name);
+  }
+  return StartLocked(*e, others, started);
+}
+
+// Starts stopped entry `e` from its file as it now is (under manage_mu_): `others` is the
+// memory the other running pipelines hold.
+Status PipelineSet::StartLocked(Entry& e, int64_t others, bool started) {
+  ASSIGN_OR_RETURN(Loaded loaded, LoadOne(e.file));
+  if (loaded.config.name != e.name) {
+    return InvalidArgumentError("{}: the file now names pipeline '{}', not '{}' (use Reload)",
+                                e.file, loaded.config.name, e.name);
+  }
+  if (Status st = CheckBudget(others + loaded.config.duckdb.memory_limit_bytes); !st.ok()) {
+    return ResourceExhaustedError("{}", st.message());
+  }
+  const std::string stopped_file = e.file;
+  const std::string running_file = RunningFile(e.file);
+  RETURN_IF_ERROR(RenameFile(stopped_file, running_file));
+  {
+    std::lock_guard lock(mu_);
+    e.file = running_file;
+    e.text = std::move(loaded.text);
+    e.memory = loaded.config.duckdb.memory_limit_bytes;
+    e.config = std::move(loaded.config);
+    e.stopped = false;
+  }
+  if (!started) return Status::OK();
+  Status st = Launch(e);
+  if (st.ok()) return st;
+  // It stays stopped, its file says so again.
+  Park(e);
+  Status back = RenameFile(running_file, stopped_file);
+  std::lock_guard lock(mu_);
+  if (back.ok()) {
+    e.file = stopped_file;
+    e.stopped = true;
+    return st.WithContext("it stays stopped");
+  }
+  return st.WithContext(
+      fmt::format("and its file could not be renamed back ({}): it starts "
+                  "again with the process",
+                  back.message()));
 }
 
 Result<PipelineSet::ReloadResult> PipelineSet::Reload() {
@@ -457,7 +601,7 @@ Result<PipelineSet::ReloadResult> PipelineSet::Reload() {
     started = started_;
     for (const auto& [name, e] : entries_) {
       by_file[e->file] = e.get();
-      memory[name] = e->memory;
+      memory[name] = e->stopped ? 0 : e->memory;
     }
   }
   ReloadResult result;
@@ -499,7 +643,7 @@ Result<PipelineSet::ReloadResult> PipelineSet::Reload() {
     } else {
       result.restarted.push_back(name);
     }
-    memory[name] = loaded->config.duckdb.memory_limit_bytes;
+    memory[name] = IsStoppedFile(loaded->file) ? 0 : loaded->config.duckdb.memory_limit_bytes;
     incoming.push_back(std::move(loaded).value());
   }
   int64_t total = 0;
@@ -540,6 +684,13 @@ Result<PipelineSet::ReloadResult> PipelineSet::Reload() {
   return result;
 }
 
+std::vector<pipeline::RecentFailure> PipelineSet::RecentFailures(const std::string& name) const {
+  std::lock_guard lock(failures_mu_);
+  auto it = failures_.find(name);
+  if (it == failures_.end()) return {};
+  return {it->second.rbegin(), it->second.rend()};
+}
+
 std::vector<PipelineStatus> PipelineSet::List() const {
   std::lock_guard lock(mu_);
   std::vector<PipelineStatus> out;
@@ -547,6 +698,7 @@ std::vector<PipelineStatus> PipelineSet::List() const {
     PipelineStatus s{name, e->file, e->memory};
     std::lock_guard entry_lock(e->mu);
     s.running = e->runner != nullptr && !e->done;  // runner: under mu_, set before the thread
+    s.stopped = e->stopped;
     if (e->done && !e->result.ok()) s.error = e->result.message();
     if (e->runner) s.messages_in = e->runner->stats().messages_in.load();
     out.push_back(std::move(s));
@@ -561,9 +713,7 @@ size_t PipelineSet::size() const {
 
 int64_t PipelineSet::memory_in_use() const {
   std::lock_guard lock(mu_);
-  int64_t total = 0;
-  for (const auto& [name, e] : entries_) total += e->memory;
-  return total;
+  return RunningMemoryLocked("");
 }
 
 std::string PipelineSet::Health() const {

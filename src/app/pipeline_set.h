@@ -1,10 +1,14 @@
 // PipelineSet: the pipelines of `sluice serve --pipelines DIR`, every *.yml / *.yaml file
 // of the folder, each run by its own PipelineRunner on its own thread. They are managed
-// together (Load, Start, Stop) or one by one (Add, Remove, Restart, Reload of the folder),
-// always inside one memory budget: the pipelines' DuckDB memory limits
-// (`pipeline.duckdb.memory_limit`, 256 MiB unless set) must add up to no more than it.
-// A change that would pass the budget, a file that does not load or a name used twice is
-// refused and changes nothing (docs/design/0014-composition-root.md).
+// together (Load, Start, Stop) or one by one (Add, Remove, Restart, StopOne, StartOne,
+// Reload of the folder), always inside one memory budget: the running pipelines' DuckDB
+// memory limits (`pipeline.duckdb.memory_limit`, 256 MiB unless set) must add up to no
+// more than it. A change that would pass the budget, a file that does not load or a name
+// used twice is refused and changes nothing (docs/design/0014-composition-root.md).
+//
+// A pipeline stopped by hand keeps its file, renamed to `<file>.stopped` (*.yml.stopped,
+// *.yaml.stopped): the folder says which pipelines run, across restarts of the process
+// too, and a stopped pipeline holds no share of the budget (docs/design/0026-console.md).
 //
 // Lifecycle: Load (reads and checks every file, before the broker starts, so a bad file or
 // budget stops `serve` before it listens), Start (opens each pipeline's database and sinks,
@@ -14,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -26,6 +31,7 @@
 #include "base/metrics.h"
 #include "base/status.h"
 #include "broker/in_process_kafka.h"
+#include "pipeline/dead_letters.h"
 
 namespace sluice::pipeline {
 class PipelineRunner;
@@ -43,6 +49,7 @@ struct PipelineStatus {
   std::string file;
   int64_t memory_limit_bytes = 0;
   bool running = false;      // its thread runs (false: loaded and not started, or ended)
+  bool stopped = false;      // stopped by hand: its file is <file>.stopped
   std::string error;         // why it stopped, when it stopped on an error
   uint64_t messages_in = 0;  // since it last started
 };
@@ -95,6 +102,15 @@ class PipelineSet {
   // loads, or that would pass the budget, leaves the running pipeline as it was; a new
   // version that cannot start (its sink cannot connect) gives way to the previous one.
   Status Restart(const std::string& name);
+  // Stops pipeline `name` (it finishes and commits its batch in hand) and keeps it in the
+  // set, its file renamed to <file>.stopped first (nothing stops when that fails). A
+  // stopped pipeline stays so.
+  Status StopOne(const std::string& name);
+  // Starts stopped pipeline `name` from its file as it now is, renamed back: refused when
+  // the file no longer loads or the running pipelines' memory and its own would pass the
+  // budget; a pipeline that then cannot start (its sink cannot connect) stays stopped.
+  // A running pipeline is left as it is.
+  Status StartOne(const std::string& name);
   // Reads the folder again: files that appeared are added, files that went away (and
   // pipelines added from files outside the folder) are removed, files whose text changed
   // are restarted. A file that does not load, a name used twice or a budget overrun
@@ -105,10 +121,17 @@ class PipelineSet {
   };
   Result<ReloadResult> Reload();
 
+  // The last kRecentFailures messages (or rows) of pipeline `name` that failed and were
+  // dead-lettered or skipped, newest first, their values cut to kFailureValueBytes; kept
+  // across its restarts while it is in the set.
+  static constexpr size_t kRecentFailures = 50;
+  static constexpr size_t kFailureValueBytes = 4096;
+  std::vector<pipeline::RecentFailure> RecentFailures(const std::string& name) const;
+
   std::vector<PipelineStatus> List() const;
   size_t size() const;
   int64_t memory_budget_bytes() const { return budget_; }
-  // The memory limits of the pipelines in the set, added up.
+  // The memory limits of the running (not stopped) pipelines, added up.
   int64_t memory_in_use() const;
   // "" when every pipeline runs; otherwise one line per pipeline that stopped on an error
   // or reports a problem (PipelineRunner::Health).
@@ -127,6 +150,12 @@ class PipelineSet {
   Result<std::unique_ptr<pipeline::PipelineRunner>> Create(Entry& e) const;
   // Starts the entry's thread on `runner`.
   void Begin(Entry& e, std::unique_ptr<pipeline::PipelineRunner> runner);
+  // Stops the entry's runner, waits for its thread and destroys the runner; the entry
+  // stays.
+  void Park(Entry& e);
+  // The memory limits of the running entries but `except`, added up (under mu_).
+  int64_t RunningMemoryLocked(const std::string& except) const;
+  Status StartLocked(Entry& e, int64_t others, bool started);
   // Create and Begin; a failure is also the entry's result (Health reports it).
   Status Launch(Entry& e);
   // Stops, waits for and destroys `entries` (taken out of the set).
@@ -146,6 +175,10 @@ class PipelineSet {
   mutable std::mutex mu_;  // guards entries_, started_, stopping_, each Entry's runner
   std::map<std::string, std::unique_ptr<Entry>> entries_;  // by pipeline name
   bool started_ = false;
+  mutable std::mutex failures_mu_;
+  // By pipeline name, oldest first.
+  mutable std::map<std::string, std::deque<pipeline::RecentFailure>>
+      failures_;           // guarded by failures_mu_
   bool stopping_ = false;  // Stop() ran: management calls are refused
 };
 

@@ -43,16 +43,30 @@ class ConsolePipelines final : public console::PipelineControl {
   std::vector<console::PipelineInfo> List() const override {
     std::vector<console::PipelineInfo> out;
     for (const PipelineStatus& s : set_->List()) {
-      out.push_back({s.name, s.file, s.running, s.error, s.messages_in, s.memory_limit_bytes});
+      console::PipelineInfo p{s.name,  s.file,        s.running,
+                              s.error, s.messages_in, s.memory_limit_bytes};
+      p.stopped = s.stopped;
+      out.push_back(std::move(p));
     }
     return out;
   }
   Status Apply(const std::string& file, bool is_new, const std::string& name) override {
-    return is_new ? set_->Add(file) : set_->Restart(name);
+    if (is_new) return set_->Add(file);
+    // A stopped pipeline's new file is read when it starts.
+    for (const PipelineStatus& s : set_->List()) {
+      if (s.name == name && s.stopped) return Status::OK();
+    }
+    return set_->Restart(name);
   }
   Status Restart(const std::string& name) override { return set_->Restart(name); }
   Status Remove(const std::string& name) override { return set_->Remove(name); }
+  Status Stop(const std::string& name) override { return set_->StopOne(name); }
+  Status Start(const std::string& name) override { return set_->StartOne(name); }
   int64_t memory_budget_bytes() const override { return set_->memory_budget_bytes(); }
+  int64_t memory_in_use_bytes() const override { return set_->memory_in_use(); }
+  std::vector<pipeline::RecentFailure> RecentFailures(const std::string& name) const override {
+    return set_->RecentFailures(name);
+  }
 
  private:
   PipelineSet* set_;

@@ -44,6 +44,10 @@ std::string Number(double v) {
   return fmt::format("{}", v);
 }
 
+bool HasLabel(const MetricLabels& labels, const std::string& key, const std::string& value) {
+  return std::find(labels.begin(), labels.end(), std::make_pair(key, value)) != labels.end();
+}
+
 }  // namespace
 
 Histogram::Histogram(std::vector<double> upper_bounds)
@@ -113,14 +117,47 @@ void MetricsRegistry::AddRefresher(std::function<void()> refresh) {
 
 void MetricsRegistry::RemoveLabeled(const std::string& key, const std::string& value) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto matches = [&](const MetricLabels& labels) {
-    return std::find(labels.begin(), labels.end(), std::make_pair(key, value)) != labels.end();
-  };
+  auto matches = [&](const MetricLabels& labels) { return HasLabel(labels, key, value); };
   for (auto& [name, f] : families_) {
     std::erase_if(f.counters, [&](const auto& e) { return matches(e.first); });
     std::erase_if(f.gauges, [&](const auto& e) { return matches(e.first); });
     std::erase_if(f.histograms, [&](const auto& e) { return matches(e.first); });
   }
+}
+
+std::vector<std::pair<MetricLabels, double>> MetricsRegistry::ValuesLabeled(
+    const std::string& name, const std::string& key, const std::string& value) {
+  std::vector<std::pair<MetricLabels, double>> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto f = families_.find(name);
+  if (f == families_.end()) return out;
+  for (const auto& [labels, c] : f->second.counters) {
+    if (HasLabel(labels, key, value)) out.emplace_back(labels, static_cast<double>(c->value()));
+  }
+  for (const auto& [labels, g] : f->second.gauges) {
+    if (HasLabel(labels, key, value)) out.emplace_back(labels, g->value());
+  }
+  return out;
+}
+
+std::optional<MetricsRegistry::HistogramCounts> MetricsRegistry::HistogramLabeled(
+    const std::string& name, const std::string& key, const std::string& value) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto f = families_.find(name);
+  if (f == families_.end()) return std::nullopt;
+  std::optional<HistogramCounts> out;
+  for (const auto& [labels, h] : f->second.histograms) {
+    if (!HasLabel(labels, key, value)) continue;
+    std::vector<uint64_t> buckets = h->bucket_counts();
+    if (!out) {
+      out = HistogramCounts{h->upper_bounds(), std::vector<uint64_t>(buckets.size()), 0, 0};
+    }
+    if (out->upper_bounds != h->upper_bounds()) continue;  // unlike buckets do not add up
+    for (size_t i = 0; i < buckets.size(); ++i) out->buckets[i] += buckets[i];
+    out->count += h->count();
+    out->sum += h->sum();
+  }
+  return out;
 }
 
 std::string MetricsRegistry::Render() {

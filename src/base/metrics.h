@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -79,6 +80,22 @@ class MetricsRegistry {
   void RemoveLabeled(const std::string& key, const std::string& value);
 
   std::string Render();
+
+  // Read without registering anything: the counters and gauges of family `name` whose
+  // labels include (key, value), each with its labels.
+  std::vector<std::pair<MetricLabels, double>> ValuesLabeled(const std::string& name,
+                                                             const std::string& key,
+                                                             const std::string& value);
+  // The histograms of family `name` whose labels include (key, value), added up bucket by
+  // bucket; none when there is none.
+  struct HistogramCounts {
+    std::vector<double> upper_bounds;
+    std::vector<uint64_t> buckets;  // per bucket (not cumulative), then +Inf
+    uint64_t count = 0;
+    double sum = 0;
+  };
+  std::optional<HistogramCounts> HistogramLabeled(const std::string& name, const std::string& key,
+                                                  const std::string& value);
 
   // The process's registry (what `sluice serve` and `sluice pipeline run` expose).
   static MetricsRegistry& Global();

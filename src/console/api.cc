@@ -152,9 +152,30 @@ ConsoleApi::OpsLease::~OpsLease() {
   if (idle.size() < 4) idle.push_back(std::move(ops_));
 }
 
-ConsoleApi::ConsoleApi(ConsoleApiOptions options) : options_(std::move(options)) {}
+ConsoleApi::ConsoleApi(ConsoleApiOptions options) : options_(std::move(options)) {
+  History::Sources sources;
+  sources.metrics = options_.metrics;
+  if (options_.pipelines != nullptr) {
+    sources.pipelines = [control = options_.pipelines] {
+      std::vector<std::string> names;
+      for (const PipelineInfo& p : control->List()) names.push_back(p.name);
+      return names;
+    };
+  }
+  sources.group_offsets = [this](const std::string& principal,
+                                 const std::string& group) -> Result<std::vector<GroupOffset>> {
+    OpsLease ops = Lease(principal);
+    if (!ops.status().ok()) return ops.status();
+    ASSIGN_OR_RETURN(GroupDetail d, ops->DescribeGroup(group));
+    return std::move(d.offsets);
+  };
+  history_ = std::make_unique<History>(std::move(sources));
+}
 
-ConsoleApi::~ConsoleApi() { Stop(); }
+ConsoleApi::~ConsoleApi() {
+  Stop();
+  history_.reset();  // its thread leases KafkaOps from the members below
+}
 
 HttpRoute ConsoleApi::Route() {
   return HttpRoute{.prefix = "/api/v1/",
@@ -688,6 +709,23 @@ HttpResponse ConsoleApi::Groups(const HttpRequest& req, const std::vector<std::s
       return st.ok() ? NoContent() : FromStatus(st);
     }
     return MethodNotAllowed(req);
+  }
+  if (path.size() == 3 && path[2] == "history") {
+    if (req.method != "GET" && req.method != "HEAD") return MethodNotAllowed(req);
+    // Read now as the asker (which also proves they may see it), then watched.
+    Result<GroupDetail> d = ops->DescribeGroup(group);
+    if (!d.ok()) return FromStatus(d.status());
+    History::GroupSeries h = history_->Group(group, req.principal, d->offsets);
+    Json partitions = Json::array();
+    for (const auto& [tp, lag] : h.partitions) {
+      partitions.push_back(
+          Json{{"topic", tp.first}, {"partition", tp.second}, {"lag", SeriesJson(lag)}});
+    }
+    return JsonResponse(200, Json{{"group", group},
+                                  {"step_ms", History::kStep.count()},
+                                  {"time_ms", h.time_ms},
+                                  {"total_lag", SeriesJson(h.total_lag)},
+                                  {"partitions", partitions}});
   }
   if (path.size() == 3 && path[2] == "reset-offsets") {
     if (req.method != "POST") return MethodNotAllowed(req);

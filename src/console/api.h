@@ -18,6 +18,7 @@
 
 #include "base/http_server.h"
 #include "base/metrics.h"
+#include "console/history.h"
 #include "console/kafka_ops.h"
 #include "console/pipelines.h"
 
@@ -115,6 +116,7 @@ class ConsoleApi {
   HttpResponse Live(const HttpRequest& req, const std::string& topic);
   HttpResponse Groups(const HttpRequest& req, const std::vector<std::string>& path);
   HttpResponse Pipelines(const HttpRequest& req, const std::vector<std::string>& path);
+  HttpResponse PipelineHistory(const std::string& name, PipelineControl& control);
   // api_tables.cc
   HttpResponse Tables(const HttpRequest& req, const std::vector<std::string>& path);
   HttpResponse Maintenance(const HttpRequest& req, lake::Table table);
@@ -129,6 +131,7 @@ class ConsoleApi {
   std::map<std::string, int64_t> DiskUse();
 
   ConsoleApiOptions options_;
+  std::unique_ptr<History> history_;  // the charts' past (history.h)
   std::atomic<bool> stopping_{false};
   std::atomic<int> live_streams_{0};
   std::atomic<int> queries_{0};

@@ -15,6 +15,9 @@
 
 #include "console/api.h"
 #include "console/api_util.h"
+#include "console/history.h"
+#include "console/message_view.h"
+#include "pipeline/error_phase.h"
 
 namespace sluice::console {
 namespace {
@@ -25,6 +28,7 @@ Json InfoJson(const PipelineInfo& p) {
   return Json{{"name", p.name},
               {"file", p.file},
               {"state", p.running ? "running" : (p.error.empty() ? "stopped" : "failed")},
+              {"stopped", p.stopped},
               {"error", p.error.empty() ? Json(nullptr) : Json(p.error)},
               {"messages_in", p.messages_in},
               {"memory_limit_bytes", p.memory_limit_bytes}};
@@ -94,6 +98,45 @@ HttpResponse Invalid(const PipelineCheck& c) {
 }
 
 }  // namespace
+
+HttpResponse ConsoleApi::PipelineHistory(const std::string& name, PipelineControl& control) {
+  History::PipelineSeries h = history_->Pipeline(name);
+  Json series = Json::object();
+  for (const auto& [key, values] : h.series) series[key] = SeriesJson(values);
+  Json errors = Json::object();
+  for (pipeline::ErrorPhase phase : pipeline::kErrorPhases) errors[std::string(Name(phase))] = 0;
+  for (const auto& [labels, v] :
+       options_.metrics->ValuesLabeled("sluice_pipeline_errors_total", "pipeline", name)) {
+    for (const auto& [k, phase] : labels) {
+      if (k == "phase") errors[phase] = static_cast<uint64_t>(v);
+    }
+  }
+  Json letters = Json::array();
+  for (const pipeline::RecentFailure& f : control.RecentFailures(name)) {
+    const pipeline::DeadLetter& l = f.letter;
+    Json value = nullptr;
+    if (l.value) {
+      ShownBytes shown = ShowBytes(*l.value, BinaryAs::kHex, f.value_size);
+      value =
+          Json{{"text", shown.text}, {"encoding", shown.encoding}, {"truncated", shown.truncated}};
+    }
+    const bool row = l.partition < 0;  // a result row, not a message
+    letters.push_back(Json{{"time_ms", f.time_ms},
+                           {"phase", std::string(Name(l.phase))},
+                           {"error", l.error},
+                           {"dead_lettered", f.dead_lettered},
+                           {"topic", row ? Json(nullptr) : Json(l.topic)},
+                           {"partition", row ? Json(nullptr) : Json(l.partition)},
+                           {"offset", row ? Json(nullptr) : Json(l.offset)},
+                           {"value", value}});
+  }
+  return JsonResponse(200, Json{{"name", name},
+                                {"step_ms", History::kStep.count()},
+                                {"time_ms", h.time_ms},
+                                {"series", series},
+                                {"errors_total", errors},
+                                {"dead_letters", letters}});
+}
 
 HttpResponse ConsoleApi::Pipelines(const HttpRequest& req, const std::vector<std::string>& path) {
   PipelineControl* control = options_.pipelines;
@@ -168,6 +211,7 @@ HttpResponse ConsoleApi::Pipelines(const HttpRequest& req, const std::vector<std
     for (const PipelineInfo& p : control->List()) list.push_back(InfoJson(p));
     return JsonResponse(200, Json{{"dir", control->dir()},
                                   {"memory_budget_bytes", control->memory_budget_bytes()},
+                                  {"memory_in_use_bytes", control->memory_in_use_bytes()},
                                   {"pipelines", list}});
   }
   const std::string& name = path[1];
@@ -195,7 +239,9 @@ HttpResponse ConsoleApi::Pipelines(const HttpRequest& req, const std::vector<std
     const std::string entry = control->dir() + "/" + file.substr(slash + 1);
     return ::lstat(entry.c_str(), &st) == 0 && S_ISREG(st.st_mode);
   };
-  if (current && (req.method == "PUT" || req.method == "DELETE") && !in_folder(current->file)) {
+  const bool renames = path.size() == 3 && (path[2] == "stop" || path[2] == "start");
+  if (current && (req.method == "PUT" || req.method == "DELETE" || renames) &&
+      !in_folder(current->file)) {
     return ErrorResponse(409, "PIPELINE_FILE_ELSEWHERE",
                          fmt::format("{} is not a file of {} itself (a link, or elsewhere): change "
                                      "it there",
@@ -277,11 +323,38 @@ HttpResponse ConsoleApi::Pipelines(const HttpRequest& req, const std::vector<std
     }
     return MethodNotAllowed(req);
   }
+  if (path.size() == 3 && path[2] == "history") {
+    if (req.method != "GET" && req.method != "HEAD") return MethodNotAllowed(req);
+    if (!current)
+      return ErrorResponse(404, "UNKNOWN_PIPELINE", fmt::format("no pipeline '{}'", name));
+    return PipelineHistory(name, *control);
+  }
+  if (renames) {
+    if (req.method != "POST") return MethodNotAllowed(req);
+    if (!current)
+      return ErrorResponse(404, "UNKNOWN_PIPELINE", fmt::format("no pipeline '{}'", name));
+    const bool stop = path[2] == "stop";
+    Status st = stop ? control->Stop(name) : control->Start(name);
+    if (!st.ok()) {
+      if (st.code() == StatusCode::kResourceExhausted)
+        return ErrorResponse(400, "PIPELINE_OVER_BUDGET", st.message());
+      if (st.code() == StatusCode::kNotFound)
+        return ErrorResponse(404, "UNKNOWN_PIPELINE", st.message());
+      return ErrorResponse(409, stop ? "PIPELINE_NOT_STOPPED" : "PIPELINE_NOT_STARTED",
+                           st.message());
+    }
+    for (const PipelineInfo& p : control->List()) {
+      if (p.name == name) return JsonResponse(200, InfoJson(p));
+    }
+    return NoContent();
+  }
   if (path.size() == 3 && path[2] == "restart") {
     if (req.method != "POST") return MethodNotAllowed(req);
     if (!current)
       return ErrorResponse(404, "UNKNOWN_PIPELINE", fmt::format("no pipeline '{}'", name));
     if (Status st = control->Restart(name); !st.ok()) {
+      if (st.code() == StatusCode::kResourceExhausted)
+        return ErrorResponse(400, "PIPELINE_OVER_BUDGET", st.message());
       return ErrorResponse(409, "PIPELINE_NOT_STARTED", st.message());
     }
     for (const PipelineInfo& p : control->List()) {

@@ -4,10 +4,17 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 
 #include "kafka/client/admin.h"
 
 namespace sluice::console::api_util {
+
+Json SeriesJson(const std::vector<double>& values) {
+  Json out = Json::array();
+  for (double v : values) out.push_back(std::isfinite(v) ? Json(v) : Json(nullptr));
+  return out;
+}
 
 HttpResponse JsonResponse(int status, const Json& body) {
   HttpResponse r;

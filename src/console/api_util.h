@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/http_server.h"
 #include "base/status.h"
@@ -20,6 +21,8 @@ namespace sluice::console::api_util {
 using Json = nlohmann::ordered_json;
 
 HttpResponse JsonResponse(int status, const Json& body);
+// A chart's series: NaN (a gap) as null.
+Json SeriesJson(const std::vector<double>& values);
 HttpResponse ErrorResponse(int status, std::string_view code, std::string_view message);
 HttpResponse NoContent();
 // A Status from KafkaOps (or a pipeline): Kafka's error name as the code when it carries

@@ -246,6 +246,21 @@ Json Build() {
                                                           {"offset", Type("integer")}}))}}))},
        {"409", Answer("NON_EMPTY_GROUP: the group has members", Ref("Error"))}},
       Ref("ResetOffsets"));
+  paths["/api/v1/groups/{group}/history"]["get"] = Operation(
+      "the group's lag over time, per partition and in total: sampled every step_ms while "
+      "someone asked within 10 minutes (the first ask starts it), at most 30 minutes kept; "
+      "null where not known",
+      Json::array({group}),
+      {{"200",
+        Answer("the lag history",
+               Object({{"group", Type("string")},
+                       {"step_ms", Type("integer")},
+                       {"time_ms", ArrayOf(Type("integer"))},
+                       {"total_lag", ArrayOf(Nullable("number"))},
+                       {"partitions", ArrayOf(Object({{"topic", Type("string")},
+                                                      {"partition", Type("integer")},
+                                                      {"lag", ArrayOf(Nullable("number"))}}))}}))},
+       {"404", Answer("GROUP_ID_NOT_FOUND", Ref("Error"))}});
   const Json pipeline = Param("pipeline", "path", "string", "the pipeline's name");
   const Json yaml = Object({{"yaml", Type("string")}}, {"yaml"});
   paths["/api/v1/pipelines"]["get"] =
@@ -275,8 +290,32 @@ Json Build() {
       Operation("stop the pipeline and remove its file", Json::array({pipeline}),
                 {{"204", {{"description", "removed"}}}});
   paths["/api/v1/pipelines/{pipeline}/restart"]["post"] =
-      Operation("restart the pipeline", Json::array({pipeline}),
-                {{"200", Answer("restarted", Type("object"))}});
+      Operation("restart the pipeline (start it, when stopped)", Json::array({pipeline}),
+                {{"200", Answer("restarted", Type("object"))},
+                 {"400", Answer("PIPELINE_OVER_BUDGET", Ref("Error"))},
+                 {"409", Answer("PIPELINE_NOT_STARTED", Ref("Error"))}});
+  paths["/api/v1/pipelines/{pipeline}/stop"]["post"] = Operation(
+      "stop the pipeline and keep it: its file renamed <file>.stopped, so it stays stopped "
+      "across restarts of sluice; its memory leaves the budget",
+      Json::array({pipeline}),
+      {{"200", Answer("stopped", Type("object"))},
+       {"409", Answer("PIPELINE_NOT_STOPPED, PIPELINE_FILE_ELSEWHERE", Ref("Error"))}});
+  paths["/api/v1/pipelines/{pipeline}/start"]["post"] = Operation(
+      "start a stopped pipeline from its file as it is now (renamed back)", Json::array({pipeline}),
+      {{"200", Answer("running", Type("object"))},
+       {"400", Answer("PIPELINE_OVER_BUDGET: the running pipelines leave no room", Ref("Error"))},
+       {"409", Answer("PIPELINE_NOT_STARTED: it stays stopped", Ref("Error"))}});
+  paths["/api/v1/pipelines/{pipeline}/history"]["get"] = Operation(
+      "the pipeline's activity over time (every step_ms, at most 30 minutes, kept across its "
+      "restarts): time_ms, series {messages_in_per_sec, rows_out_per_sec, bytes_in_per_sec, "
+      "errors_per_sec, batch_seconds_mean, batch_seconds_p99, flush_seconds_mean, "
+      "flush_seconds_p99, consumer_lag} (null: a gap), errors_total by phase since it last "
+      "started, and dead_letters: its last 50 failed messages or rows, newest first "
+      "{time_ms, phase, error, dead_lettered, topic, partition, offset, value {text, encoding, "
+      "truncated}}",
+      Json::array({pipeline}),
+      {{"200", Answer("the history", Type("object"))},
+       {"404", Answer("UNKNOWN_PIPELINE", Ref("Error"))}});
   const Json sql_body = Object({{"sql", Type("string")}, {"max_rows", Type("integer")}}, {"sql"});
   paths["/api/v1/sql"]["post"] = Operation(
       "run SQL in the query server as the login's user: application/x-ndjson, a line each: "

@@ -13,6 +13,7 @@
 
 #include "base/status.h"
 #include "console/kafka_ops.h"
+#include "pipeline/dead_letters.h"
 
 namespace sluice::console {
 
@@ -23,6 +24,7 @@ struct PipelineInfo {
   std::string error;  // why it stopped, when it stopped on an error
   uint64_t messages_in = 0;
   int64_t memory_limit_bytes = 0;
+  bool stopped = false;  // stopped by hand (its file is <file>.stopped)
 };
 
 // Implemented over app::PipelineSet. Threads: any (the set serializes its changes).
@@ -37,7 +39,15 @@ class PipelineControl {
   virtual Status Restart(const std::string& name) = 0;
   // Stops the pipeline and forgets it (the caller removes its file).
   virtual Status Remove(const std::string& name) = 0;
+  // Stops the pipeline and keeps it, stopped (app::PipelineSet::StopOne), or starts it
+  // again (StartOne: FailedPrecondition when the budget has no room for it).
+  virtual Status Stop(const std::string& name) = 0;
+  virtual Status Start(const std::string& name) = 0;
   virtual int64_t memory_budget_bytes() const = 0;
+  // The memory limits of the running pipelines, added up.
+  virtual int64_t memory_in_use_bytes() const = 0;
+  // Its last failed messages, newest first.
+  virtual std::vector<pipeline::RecentFailure> RecentFailures(const std::string& name) const = 0;
 };
 
 struct PipelineProblem {

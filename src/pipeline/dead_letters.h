@@ -36,6 +36,16 @@ struct DeadLetter {
   int64_t timestamp_ms;
 };
 
+// A failure as the console shows it (app::PipelineSet keeps each pipeline's last ones): the
+// dead letter with its value cut to what is shown, when, and whether it went to the DLQ
+// (or was skipped, on_error IGNORE).
+struct RecentFailure {
+  int64_t time_ms = 0;
+  bool dead_lettered = false;
+  size_t value_size = 0;  // the value's size before the cut
+  DeadLetter letter;
+};
+
 // A result row (not a message) as the message of a dead letter: its JSON as the value,
 // no topic, partition or offset.
 kafka::client::Message RowAsMessage(const std::string& row_json);

@@ -459,6 +459,13 @@ Status PipelineRunner::DeadLetterRows(const std::vector<sinks::RejectedRow>& row
     return InvalidArgumentError("pipeline {}: {}: {} row(s) refused, the first: {}", c.name, what,
                                 rows.size(), rows.front().reason);
   }
+  if (options_.on_failure) {
+    const size_t skip = rows.size() - std::min(rows.size(), kFailuresTold);
+    for (size_t i = skip; i < rows.size(); ++i) {
+      options_.on_failure(DeadLetter(rows[i].reason, phase, RowAsMessage(rows[i].row_json)),
+                          c.on_error.policy == ErrorPolicy::kDlq && impl.dlq != nullptr);
+    }
+  }
   if (c.on_error.policy == ErrorPolicy::kDlq && impl.dlq) {
     std::vector<DeadLetter> letters;
     for (const sinks::RejectedRow& row : rows) {
@@ -582,6 +589,12 @@ Status PipelineRunner::ProcessBatch(CommitMode mode) {
     stats.errors += messages.size();
     if (policy == ErrorPolicy::kRaise) {
       return InvalidArgumentError("pipeline {}: {} failed: {}", c.name, Name(phase), error);
+    }
+    if (options_.on_failure) {
+      const size_t skip = messages.size() - std::min(messages.size(), kFailuresTold);
+      for (const Message& m : messages.subspan(skip)) {
+        options_.on_failure(DeadLetter(error, phase, m), policy == ErrorPolicy::kDlq);
+      }
     }
     if (policy == ErrorPolicy::kDlq) {
       for (const Message& m : messages) letters.emplace_back(error, phase, m);

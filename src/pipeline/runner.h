@@ -38,6 +38,7 @@
 #include "base/metrics.h"
 #include "base/status.h"
 #include "kafka/client/consumer.h"
+#include "pipeline/dead_letters.h"
 #include "pipeline/error_phase.h"
 #include "pipeline/lost_transactions.h"
 #include "pipeline/pipeline_config.h"
@@ -69,7 +70,14 @@ struct RunnerOptions {
   std::function<Result<std::unique_ptr<sinks::Sink>>(const SinkConfig&)> make_sink;
   // Exactly-once: the retries and back-off after a lost transaction.
   LostTransactionPolicy lost_transactions;
+  // Told, on the pipeline's thread, of messages (or result rows) that failed and were
+  // skipped (on_error IGNORE) or dead-lettered (DLQ, `dead_lettered` true): at most the
+  // last kFailuresTold of each failure (the console's recent dead letters). Null: none.
+  std::function<void(const DeadLetter& letter, bool dead_lettered)> on_failure;
 };
+
+// How many messages of one failure on_failure is told of.
+inline constexpr size_t kFailuresTold = 50;
 
 // Counts since Create (any thread).
 struct RunnerStats {

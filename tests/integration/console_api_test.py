@@ -508,10 +508,71 @@ def pipelines(broker, folder):
     check(os.listdir(folder) == ["cities.yaml"], f"no temporary file left: {os.listdir(folder)}")
     expect(call(base, "POST", "/api/v1/pipelines/cities/restart"), 200)
     expect(call(base, "POST", "/api/v1/pipelines/nope/restart"), 404, "UNKNOWN_PIPELINE")
+    activity(base, broker, folder, changed)
     expect(call(base, "DELETE", "/api/v1/pipelines/cities"), 204)
     check(os.listdir(folder) == [], "the file removed with the pipeline")
     check(expect(call(base, "GET", "/api/v1/pipelines"), 200)["pipelines"] == [], "none left")
     print("pipelines: checked, previewed, written, run, changed, removed")
+
+
+def activity(base, broker, folder, yaml):
+    """The pipeline's history and recent failures, its group's lag history, and a stop
+    that keeps its file (renamed) and a start from it."""
+    dlq = yaml.replace("  sink:\n", "  on_error:\n    policy: DLQ\n    dlq:\n      type: kafka\n"
+                       f"      kafka:\n        brokers: [{broker.bootstrap}]\n"
+                       "        topic: visits-dlq\n  sink:\n", 1)
+    expect(call(base, "POST", "/api/v1/topics", {"name": "visits-dlq"}), 201)
+    expect(call(base, "PUT", "/api/v1/pipelines/cities", {"yaml": dlq}), 200)
+    lag = expect(call(base, "GET", "/api/v1/groups/cities/history"), 200)
+    check(lag["group"] == "cities" and lag["step_ms"] == 2000 and len(lag["time_ms"]) >= 1
+          and len(lag["total_lag"]) == len(lag["time_ms"]), f"the group's lag history: {lag}")
+    expect(call(base, "GET", "/api/v1/groups/nobody-here/history"), 404, "GROUP_ID_NOT_FOUND")
+    for i in range(20):
+        expect(call(base, "POST", "/api/v1/topics/visits/messages",
+                    {"partition": i % 2, "value": json.dumps({"city": "Rome", "n": i})}), 201)
+    expect(call(base, "POST", "/api/v1/topics/visits/messages",
+                {"partition": 0, "value": "not json {"}), 201)
+
+    def failed():
+        h = expect(call(base, "GET", "/api/v1/pipelines/cities/history"), 200)
+        rates = [v for v in h["series"]["messages_in_per_sec"] if v]
+        return h if h["dead_letters"] and rates else None
+    h = wait_until(failed, 60, "a dead letter and a rate in the pipeline's history")
+    check(h["step_ms"] == 2000 and set(h["series"]) == {
+        "messages_in_per_sec", "rows_out_per_sec", "bytes_in_per_sec", "errors_per_sec",
+        "batch_seconds_mean", "batch_seconds_p99", "flush_seconds_mean", "flush_seconds_p99",
+        "consumer_lag"} and all(len(v) == len(h["time_ms"]) for v in h["series"].values()),
+        f"the series: {h}")
+    letter = h["dead_letters"][0]
+    check(letter["phase"] == "decode" and letter["dead_lettered"] and letter["topic"] == "visits"
+          and letter["partition"] == 0 and letter["value"]["text"] == "not json {"
+          and letter["error"], f"the dead letter: {letter}")
+    check(h["errors_total"]["decode"] >= 1 and h["errors_total"]["sink"] == 0,
+          f"errors by phase: {h['errors_total']}")
+    lag = expect(call(base, "GET", "/api/v1/groups/cities/history"), 200)
+    check({(p["topic"], p["partition"]) for p in lag["partitions"]} == {("visits", 0), ("visits", 1)},
+          f"lag per partition: {lag}")
+    expect(call(base, "GET", "/api/v1/pipelines/nope/history"), 404, "UNKNOWN_PIPELINE")
+
+    # Stopped: kept, its file renamed; a change to it is kept and does not start it.
+    expect(call(base, "GET", "/api/v1/pipelines/cities/stop"), 405)
+    st = expect(call(base, "POST", "/api/v1/pipelines/cities/stop"), 200)
+    check(st["state"] == "stopped" and st["stopped"] and st["file"].endswith("cities.yaml.stopped"),
+          f"stopped: {st}")
+    check(os.listdir(folder) == ["cities.yaml.stopped"], f"the folder: {os.listdir(folder)}")
+    lst = expect(call(base, "GET", "/api/v1/pipelines"), 200)
+    check(lst["memory_in_use_bytes"] == 0 and lst["pipelines"][0]["state"] == "stopped",
+          f"a stopped pipeline holds no memory: {lst}")
+    expect(call(base, "POST", "/api/v1/pipelines/cities/stop"), 200)
+    expect(call(base, "PUT", "/api/v1/pipelines/cities", {"yaml": yaml}), 200)
+    check(open(os.path.join(folder, "cities.yaml.stopped")).read() == yaml, "the stopped file changed")
+    check(expect(call(base, "GET", "/api/v1/pipelines/cities"), 200)["state"] == "stopped",
+          "still stopped after a change")
+    started = expect(call(base, "POST", "/api/v1/pipelines/cities/start"), 200)
+    check(started["state"] == "running" and not started["stopped"], f"started: {started}")
+    check(os.listdir(folder) == ["cities.yaml"], f"the folder: {os.listdir(folder)}")
+    expect(call(base, "POST", "/api/v1/pipelines/nope/start"), 404, "UNKNOWN_PIPELINE")
+    print("pipelines: history, dead letters, lag history, stopped and started")
 
 
 def broker_test(name, body, *folders):

@@ -182,6 +182,7 @@ async function main () {
     await shot('groups')
     await page.goto(base + '/groups/billing', { waitUntil: 'networkidle0' })
     await until('its offsets', async () => (await text()).includes('orders'))
+    await until('the lag charted', async () => (await text()).includes('Lag over time') && (await page.$('.uplot')) !== null)
     await shot('group')
 
     // A pipeline written in the editor: a mistake shown under its line, the rows
@@ -344,6 +345,34 @@ async function main () {
       (await page.$('[data-testid="tables-empty"]')) !== null || (await page.$('[data-testid="tables-list"] tbody tr td a')) !== null)
     await until('the Start page\'s table listed', async () => (await textOf('tables-list')).includes('clicks_by_page'))
     await shot('tables')
+
+    // The Start page's pipeline: its activity charted, then stopped from its page (kept, its
+    // file renamed) so that the table's files hold still for the maintenance below.
+    const button = label => page.waitForSelector(`xpath/.//button[normalize-space()="${label}" and not(@disabled)]`, { timeout: 60000 })
+    await page.goto(base + '/pipelines/start-clicks', { waitUntil: 'domcontentloaded' })
+    await until('the activity charted', async () =>
+      (await text()).includes('Activity') && (await page.$$('.uplot')).length >= 4, 60000)
+    await until('a rate in the activity', async () => {
+      const h = await api(base, 'GET', '/api/v1/pipelines/start-clicks/history')
+      return h.status === 200 && h.body.series.messages_in_per_sec.some(v => v > 0)
+    }, 60000)
+    await shot('pipeline')
+    await (await button('Stop')).click()
+    await until('the pipeline stopped', async () => (await api(base, 'GET', '/api/v1/pipelines/start-clicks')).body.state === 'stopped')
+    await button('Start')
+    const listed = (await api(base, 'GET', '/api/v1/pipelines')).body
+    assert.ok(listed.pipelines.find(p => p.name === 'start-clicks').file.endsWith('.stopped'), 'the stopped file renamed')
+
+    // The table's maintenance: a compaction previewed, then run (confirmed); expiry previewed.
+    await page.goto(base + '/tables/start/clicks_by_page', { waitUntil: 'domcontentloaded' })
+    await (await button('Preview compaction')).click()
+    await until('the compaction previewed', async () => /Would rewrite \d+ files/.test(await text()))
+    page.once('dialog', d => d.accept())
+    await (await button('Run compaction')).click()
+    await until('the compaction done', async () => /Compacted: rewrote \d+ files/.test(await text()), 60000)
+    await (await button('Preview expiry')).click()
+    await until('the expiry previewed', async () => /Would remove|Nothing to expire|No snapshot/i.test(await text()))
+    await shot('table')
 
     // Dark.
     await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: 'dark' }])

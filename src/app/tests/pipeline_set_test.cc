@@ -213,5 +213,75 @@ TEST_F(PipelineSetTest, PipelinesAreAddedRestartedReloadedAndRemovedOneByOne) {
   EXPECT_FALSE(Find(set.List(), "a")->running);
 }
 
+// Stopped by hand: the file says so (<file>.stopped), the budget's share is free, a restart
+// of the process keeps it stopped, and it starts again from its file as it is then.
+TEST_F(PipelineSetTest, APipelineStoppedByHandKeepsItsFileAndStaysStopped) {
+  Write(dir_ / "a.yml", "a", "600MiB");
+  Write(dir_ / "b.yml", "b", "300MiB");
+  auto loaded = PipelineSet::Load(dir_.string(), 1024 * kMiB);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  PipelineSet& set = **loaded;
+  ASSERT_TRUE(set.Start().ok());
+  EXPECT_TRUE(ReadAll(set, "a"));
+  EXPECT_EQ(set.StopOne("nobody").code(), StatusCode::kNotFound);
+
+  ASSERT_TRUE(set.StopOne("a").ok());
+  EXPECT_FALSE(fs::exists(dir_ / "a.yml"));
+  EXPECT_TRUE(fs::exists(dir_ / "a.yml.stopped"));
+  const std::vector<PipelineStatus> list = set.List();
+  const PipelineStatus* a = Find(list, "a");
+  ASSERT_NE(a, nullptr);
+  EXPECT_TRUE(a->stopped);
+  EXPECT_FALSE(a->running);
+  EXPECT_EQ(a->file, fs::weakly_canonical(dir_ / "a.yml.stopped").string());
+  EXPECT_EQ(set.memory_in_use(), 300 * kMiB);
+  EXPECT_EQ(set.Health(), "");
+  EXPECT_TRUE(set.StopOne("a").ok());  // already stopped: nothing to do
+
+  // Its share went to another pipeline, so it cannot start until that one stops.
+  Write(dir_ / "c.yml", "c", "600MiB");
+  ASSERT_TRUE(set.Add((dir_ / "c.yml").string()).ok());
+  Status over = set.StartOne("a");
+  EXPECT_EQ(over.code(), StatusCode::kResourceExhausted) << over.ToString();
+  EXPECT_TRUE(fs::exists(dir_ / "a.yml.stopped"));
+  EXPECT_EQ(set.Restart("a").code(), StatusCode::kResourceExhausted);
+  ASSERT_TRUE(set.Remove("c").ok());
+  fs::remove(dir_ / "c.yml");
+
+  // A reload sees nothing new; the process's next start keeps it stopped.
+  auto reloaded = set.Reload();
+  ASSERT_TRUE(reloaded.ok()) << reloaded.status().ToString();
+  EXPECT_TRUE(reloaded->added.empty() && reloaded->removed.empty() && reloaded->restarted.empty());
+  set.Stop();
+  auto next = PipelineSet::Load(dir_.string(), 1024 * kMiB);
+  ASSERT_TRUE(next.ok()) << next.status().ToString();
+  ASSERT_TRUE((*next)->Start().ok());
+  EXPECT_TRUE(Find((*next)->List(), "a")->stopped);
+  EXPECT_FALSE(Find((*next)->List(), "a")->running);
+  EXPECT_TRUE(Find((*next)->List(), "b")->running);
+
+  // Started from its file as it now is (a smaller batch), under its running name.
+  Write(dir_ / "a.yml.stopped", "a", "600MiB", 7);
+  ASSERT_TRUE((*next)->StartOne("a").ok());
+  EXPECT_TRUE(fs::exists(dir_ / "a.yml"));
+  EXPECT_FALSE(fs::exists(dir_ / "a.yml.stopped"));
+  EXPECT_TRUE(Find((*next)->List(), "a")->running);
+  EXPECT_EQ((*next)->memory_in_use(), 900 * kMiB);
+
+  // One that cannot start stays stopped, its file too.
+  ASSERT_TRUE((*next)->StopOne("b").ok());
+  WriteBroken(dir_ / "b.yml.stopped", "b");
+  Status broken = (*next)->StartOne("b");
+  EXPECT_FALSE(broken.ok());
+  EXPECT_NE(broken.message().find("it stays stopped"), std::string::npos) << broken.ToString();
+  EXPECT_TRUE(fs::exists(dir_ / "b.yml.stopped"));
+  EXPECT_TRUE(Find((*next)->List(), "b")->stopped);
+  EXPECT_EQ((*next)->Health(), "");
+
+  // A file and its stopped copy name one pipeline twice: refused at load.
+  Write(dir_ / "b.yml", "b");
+  EXPECT_FALSE(PipelineSet::Load(dir_.string(), 4096 * kMiB).ok());
+}
+
 }  // namespace
 }  // namespace sluice::app

@@ -54,13 +54,27 @@ TEST_F(ApiTest, OpenApiIsJsonNamingEveryPath) {
   auto doc = nlohmann::json::parse(r.body, nullptr, false);
   ASSERT_FALSE(doc.is_discarded());
   EXPECT_EQ(doc["openapi"], "3.0.3");
-  for (const char* p :
-       {"/api/v1/cluster", "/api/v1/overview", "/api/v1/topics", "/api/v1/topics/{topic}",
-        "/api/v1/topics/{topic}/messages", "/api/v1/topics/{topic}/messages/live", "/api/v1/groups",
-        "/api/v1/groups/{group}/reset-offsets", "/api/v1/pipelines", "/api/v1/pipelines/{pipeline}",
-        "/api/v1/sql", "/api/v1/sql/{query_id}", "/api/v1/sql/download", "/api/v1/sql/schema",
-        "/api/v1/tables", "/api/v1/tables/{namespace}/{table}",
-        "/api/v1/tables/{namespace}/{table}/files"}) {
+  for (const char* p : {"/api/v1/cluster",
+                        "/api/v1/overview",
+                        "/api/v1/topics",
+                        "/api/v1/topics/{topic}",
+                        "/api/v1/topics/{topic}/messages",
+                        "/api/v1/topics/{topic}/messages/live",
+                        "/api/v1/groups",
+                        "/api/v1/groups/{group}/reset-offsets",
+                        "/api/v1/groups/{group}/history",
+                        "/api/v1/pipelines",
+                        "/api/v1/pipelines/{pipeline}",
+                        "/api/v1/pipelines/{pipeline}/stop",
+                        "/api/v1/pipelines/{pipeline}/start",
+                        "/api/v1/pipelines/{pipeline}/history",
+                        "/api/v1/sql",
+                        "/api/v1/sql/{query_id}",
+                        "/api/v1/sql/download",
+                        "/api/v1/sql/schema",
+                        "/api/v1/tables",
+                        "/api/v1/tables/{namespace}/{table}",
+                        "/api/v1/tables/{namespace}/{table}/files"}) {
     EXPECT_TRUE(doc["paths"].contains(p)) << p;
   }
   EXPECT_EQ(Ask("POST", "/api/v1/openapi.json").status, 405);

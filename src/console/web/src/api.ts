@@ -102,9 +102,13 @@ export const paths = {
   groups: "/api/v1/groups",
   group: (g: string) => `/api/v1/groups/${enc(g)}`,
   resetOffsets: (g: string) => `/api/v1/groups/${enc(g)}/reset-offsets`,
+  groupHistory: (g: string) => `/api/v1/groups/${enc(g)}/history`,
   pipelines: "/api/v1/pipelines",
   pipeline: (p: string) => `/api/v1/pipelines/${enc(p)}`,
   restartPipeline: (p: string) => `/api/v1/pipelines/${enc(p)}/restart`,
+  stopPipeline: (p: string) => `/api/v1/pipelines/${enc(p)}/stop`,
+  startPipeline: (p: string) => `/api/v1/pipelines/${enc(p)}/start`,
+  pipelineHistory: (p: string) => `/api/v1/pipelines/${enc(p)}/history`,
   validatePipeline: "/api/v1/pipelines/validate",
   previewPipeline: "/api/v1/pipelines/preview",
   sql: "/api/v1/sql",
@@ -119,6 +123,7 @@ export const paths = {
       `/api/v1/tables/${enc(ns)}/${enc(t)}/files`,
       new URLSearchParams(snapshot === null ? {} : { snapshot: String(snapshot) }),
     ),
+  tableMaintenance: (ns: string, t: string) => `/api/v1/tables/${enc(ns)}/${enc(t)}/maintenance`,
 };
 
 // A table's namespace as its address names it: the levels joined by '.'.

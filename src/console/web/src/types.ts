@@ -146,6 +146,17 @@ export interface Group {
   offsets: GroupOffset[];
 }
 
+// GET /api/v1/groups/{group}/history: the group's lag sampled every step_ms, oldest first,
+// since its history was first asked (the server samples a group only while someone looks).
+// Each array is as long as time_ms; null: not known then.
+export interface GroupHistory {
+  group: string;
+  step_ms: number;
+  time_ms: number[];
+  total_lag: (number | null)[];
+  partitions: { topic: string; partition: number; lag: (number | null)[] }[];
+}
+
 export interface ResetOffsets {
   executed: boolean;
   offsets: { topic: string; partition: number; previous: number | null; offset: number }[];
@@ -155,8 +166,11 @@ export type PipelineState = "running" | "stopped" | "failed";
 
 export interface PipelineInfo {
   name: string;
+  // Its file's current name: "<file>.stopped" while a user has it stopped.
   file: string;
   state: PipelineState;
+  // Stopped by a user (POST .../stop), and so kept stopped across restarts of sluice.
+  stopped: boolean;
   // Why it stopped, when it stopped on an error.
   error: string | null;
   messages_in: number;
@@ -166,7 +180,49 @@ export interface PipelineInfo {
 export interface Pipelines {
   dir: string;
   memory_budget_bytes: number;
+  // The running pipelines' memory limits added up: what a start must fit beside.
+  memory_in_use_bytes: number;
   pipelines: PipelineInfo[];
+}
+
+// Where a message or row failed (src/pipeline/error_phase.h); a phase a newer server adds
+// comes as its name.
+export type ErrorPhase = "decode" | "handler" | "sink" | "source" | "commit" | "window" | "late";
+
+export type PipelineSeriesName =
+  | "messages_in_per_sec"
+  | "rows_out_per_sec"
+  | "bytes_in_per_sec"
+  | "errors_per_sec"
+  | "batch_seconds_mean"
+  | "batch_seconds_p99"
+  | "flush_seconds_mean"
+  | "flush_seconds_p99"
+  | "consumer_lag";
+
+// A message a pipeline could not take, as its on_error kept it.
+export interface DeadLetter {
+  time_ms: number;
+  phase: ErrorPhase | string;
+  error: string;
+  topic: string | null;
+  partition: number | null;
+  offset: number | null;
+  // Shown as the message browser shows a value; null: none (a source error, a null value).
+  value: { text: string; encoding: Encoding; truncated: boolean } | null;
+}
+
+// GET /api/v1/pipelines/{name}/history: sampled every step_ms while sluice runs, across
+// the pipeline's restarts, oldest first (at most 30 minutes). Each series is as long as
+// time_ms; null: no value then (stopped, or no batch in that step).
+export interface PipelineHistory {
+  name: string;
+  step_ms: number;
+  time_ms: number[];
+  series: Record<PipelineSeriesName, (number | null)[]>;
+  errors_total: Record<string, number>;
+  // Newest first, at most 50, of this process's life.
+  dead_letters: DeadLetter[];
 }
 
 // One pipeline with its file's text (null: the file could not be read).
@@ -347,4 +403,41 @@ export interface DataFile {
 export interface TableFiles {
   snapshot_id: SnapshotId | null;
   files: DataFile[];
+}
+
+// POST /api/v1/tables/{ns}/{t}/maintenance {action: "compact"}: what a compaction would
+// rewrite (dry_run) or rewrote; snapshot_id null: nothing committed.
+export interface CompactResult {
+  action: "compact";
+  dry_run: boolean;
+  target_file_size_bytes: number;
+  snapshot_id: SnapshotId | null;
+  partitions: number;
+  files_rewritten: number;
+  bytes_rewritten: number;
+  files_written: number;
+  records: number;
+}
+
+// {action: "expire", dry_run: true}: the snapshots an expiry would remove and the files
+// only they reference (not the leftovers of failed commits, which only the run finds);
+// carries_offsets: a Kafka offset only they hold, which the run first carries forward
+// in a snapshot of its own.
+export interface ExpirePreview {
+  action: "expire";
+  dry_run: true;
+  older_than_ms: number;
+  snapshots: SnapshotId[];
+  files: number;
+  carries_offsets: boolean;
+}
+
+export interface ExpireResult {
+  action: "expire";
+  dry_run: false;
+  older_than_ms: number;
+  snapshots_removed: number;
+  snapshots_kept: number;
+  files: number;
+  bytes_deleted: number;
 }

@@ -1,14 +1,35 @@
-// One consumer group: its members and their partitions, its committed offsets with lag,
-// resetting them (a preview first, then Execute; docs/design/0026-console.md #3), and
-// delete.
-import { useState } from "preact/hooks";
+// One consumer group: its lag over time (GET .../history every 2 s), its members and their
+// partitions, its committed offsets with lag, resetting them (a preview first, then
+// Execute; docs/design/0026-console.md #3), and delete.
+import { useMemo, useState } from "preact/hooks";
 import { ApiError, paths, request } from "../api";
+import { Chart, type ChartSeries } from "../components/chart";
 import { ConfirmByName } from "../components/confirm";
 import { ErrorBox, Link, Loading } from "../components/ui";
+import { usePolled } from "../components/use-polled";
 import * as fmt from "../format";
 import { useAction, useResource, useTitle } from "../hooks";
 import { hrefs, navigate } from "../router";
-import type { Broker, Group as GroupData, ResetOffsets } from "../types";
+import type { Broker, Group as GroupData, GroupHistory, ResetOffsets } from "../types";
+
+const kPollMs = 2000;
+// More partitions than this and only the total is drawn: a chart of many lines reads as
+// none.
+const kMaxPartitionLines = 10;
+// The total first, then a colour per partition; each reads on light and dark.
+const kTotalColor = "#2f80ed";
+const kPartitionColors = [
+  "#e8833a",
+  "#27ae60",
+  "#8e44ad",
+  "#d64545",
+  "#16a2b8",
+  "#c29a00",
+  "#e84393",
+  "#6c8ebf",
+  "#7f8c8d",
+  "#2ecc71",
+];
 
 export function Group(props: { id: string }) {
   useTitle(props.id);
@@ -53,6 +74,7 @@ export function Group(props: { id: string }) {
               <dd>{fmt.count(g.offsets.reduce((sum, o) => sum + (o.lag ?? 0), 0))}</dd>
             </div>
           </dl>
+          <LagOverTime id={props.id} />
           <Members group={g} />
           <Offsets group={g} />
           <Reset group={g} onChanged={group.reload} />
@@ -77,6 +99,76 @@ function coordinator(c: GroupData["coordinator"]): string {
   if (typeof c === "number") return `broker ${c}`;
   const b = c as Broker;
   return `broker ${b.node_id} (${b.host}:${b.port})`;
+}
+
+// The server samples a group's lag from the first time its history is asked, and goes on
+// while someone asked in the last 10 minutes: the chart grows from the page's opening.
+function LagOverTime(props: { id: string }) {
+  const history = usePolled(
+    () => request<GroupHistory>("GET", paths.groupHistory(props.id)),
+    props.id,
+    kPollMs,
+  );
+  const h = history.data;
+  const n = h?.time_ms.length ?? 0;
+  const perPartition = h !== undefined && h.partitions.length <= kMaxPartitionLines;
+  // Rebuilt, and the chart redrawn, only when a new sample came.
+  const signature = `${n}:${h?.time_ms[n - 1] ?? ""}:${h?.partitions.length ?? 0}`;
+  const chart = useMemo(() => {
+    if (!h) return undefined;
+    const parts = perPartition
+      ? [...h.partitions].sort(
+          (a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition,
+        )
+      : [];
+    const series: ChartSeries[] = [
+      { label: "total", color: kTotalColor },
+      ...parts.map((p, i) => ({
+        label: `${p.topic} [${p.partition}]`,
+        color: kPartitionColors[i % kPartitionColors.length],
+      })),
+    ];
+    const data: [number[], ...(number | null)[][]] = [
+      h.time_ms.map((t) => t / 1000),
+      h.total_lag,
+      ...parts.map((p) => p.lag),
+    ];
+    return { series, data };
+  }, [signature]);
+  const latest = h && n > 0 ? (h.total_lag[n - 1] ?? null) : null;
+  return (
+    <section aria-labelledby="lag-over-time">
+      <h2 id="lag-over-time">Lag over time</h2>
+      <p class="muted small">
+        Lag history starts when a page of this group is first opened; it is sampled every{" "}
+        {fmt.count((h?.step_ms ?? kPollMs) / 1000)} s while someone looks and kept 30 minutes.
+        {h && !perPartition &&
+          ` The group has ${h.partitions.length} partitions: only their total is drawn.`}
+      </p>
+      <ErrorBox error={history.error}>
+        <span class="muted"> (trying again every 2 s)</span>
+      </ErrorBox>
+      <Loading when={!h && !history.error} />
+      {h && n === 0 && <p class="muted">No sample yet: the first comes within seconds.</p>}
+      {chart && n > 0 && (
+        <figure>
+          <figcaption>
+            Lag (messages)
+            {latest !== null && <span class="muted"> · now {fmt.count(latest)}</span>}
+          </figcaption>
+          <Chart
+            label={
+              `Lag of group ${props.id} over time, total` +
+              (perPartition ? " and per partition" : "")
+            }
+            series={chart.series}
+            data={chart.data}
+            format={(v) => fmt.count(v)}
+          />
+        </figure>
+      )}
+    </section>
+  );
 }
 
 function Members(props: { group: GroupData }) {

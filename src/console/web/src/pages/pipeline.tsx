@@ -2,11 +2,13 @@
 // on these pages only), checked by the server as the user types, a preview of its
 // handler's rows over a topic's newest messages, and "Save and start" (PUT, which starts
 // a new pipeline or restarts the one it replaces). An existing pipeline's page also shows
-// its state with restart and delete.
+// its state with stop, start, restart and delete, and its activity: charts of the last
+// half hour, errors by phase and dead letters (pages/pipeline-activity.tsx).
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { ApiError, paths, request } from "../api";
 import { ConfirmByName } from "../components/confirm";
 import { ErrorBox, Link, Loading } from "../components/ui";
+import { plural } from "../components/words";
 import { YamlBox, type LineProblem, type YamlEditor } from "../components/yaml-box";
 import * as fmt from "../format";
 import { asApiError, useAction, useResource, useTitle } from "../hooks";
@@ -18,7 +20,15 @@ import type {
   PipelinePreview,
   Pipelines as PipelinesData,
 } from "../types";
-import { deleteConsequence, PipelinesOff } from "./pipelines";
+import { PipelineActivity } from "./pipeline-activity";
+import {
+  deleteConsequence,
+  kLifecyclePath,
+  type Lifecycle,
+  lifecycleLabel,
+  OverBudgetHint,
+  PipelinesOff,
+} from "./pipelines";
 
 // A pipeline that checks as it is; the user edits the brokers, the group and the topics.
 const kTemplate = `# A pipeline of \`sluice serve --pipelines DIR\`; docs/pipelines.md lists every key.
@@ -77,7 +87,9 @@ export function Pipeline(props: { name: string }) {
   const info = useResource(() => request<PipelineData>("GET", paths.pipeline(props.name)), props.name);
   const [deleting, setDeleting] = useState(false);
   const [saved, setSaved] = useState(false);
-  const restart = useAction();
+  // Stop, start and restart: one request at a time, the last one's error shown.
+  const lifecycle = useAction();
+  const [doing, setDoing] = useState<Lifecycle | null>(null);
   const p = info.data;
   const gone = info.error?.code === "UNKNOWN_PIPELINE" || info.error?.code === "PIPELINES_OFF";
 
@@ -95,11 +107,18 @@ export function Pipeline(props: { name: string }) {
     if (initial === null && typeof p?.yaml === "string") setInitial(p.yaml);
   }, [p?.yaml]);
 
-  const restartIt = async () => {
+  const act = async (what: Lifecycle) => {
     setSaved(false);
-    await restart.run(() => request<PipelineInfo>("POST", paths.restartPipeline(props.name)));
+    setDoing(what);
+    await lifecycle.run(() => request<PipelineInfo>("POST", kLifecyclePath[what](props.name)));
+    setDoing(null);
     info.reload();
   };
+  const button = (what: Lifecycle) => (
+    <button type="button" onClick={() => act(what)} disabled={lifecycle.busy || !p}>
+      {lifecycleLabel(what, doing === what)}
+    </button>
+  );
 
   return (
     <section>
@@ -111,9 +130,9 @@ export function Pipeline(props: { name: string }) {
         <button type="button" onClick={info.reload} disabled={info.loading}>
           Refresh
         </button>
-        <button type="button" onClick={restartIt} disabled={restart.busy || !p}>
-          {restart.busy ? "Restarting…" : "Restart"}
-        </button>
+        {p?.state === "running" && button("stop")}
+        {(p?.state === "stopped" || p?.state === "failed") && button("start")}
+        {button("restart")}
         <button type="button" class="danger" onClick={() => setDeleting(true)} disabled={!p}>
           Delete…
         </button>
@@ -129,7 +148,14 @@ export function Pipeline(props: { name: string }) {
           )}
         </ErrorBox>
       )}
-      <ErrorBox error={restart.error} />
+      <ErrorBox error={lifecycle.error}>
+        {lifecycle.error?.code === "PIPELINE_OVER_BUDGET" && (
+          <OverBudget limit={p?.memory_limit_bytes} />
+        )}
+        {lifecycle.error?.code === "PIPELINE_NOT_STARTED" && (
+          <p>It did not start: fix what the message names, then try again.</p>
+        )}
+      </ErrorBox>
       <Loading when={info.loading && !p && !info.error} />
       {p && (
         <dl class="facts">
@@ -159,9 +185,17 @@ export function Pipeline(props: { name: string }) {
         <div class="error" role="alert">
           <strong>It stopped on an error</strong>
           {p.error ? `: ${p.error}` : ""}
-          <p>Fix the file and Save and start, or Restart it as it is.</p>
+          <p>Fix the file and Save and start, or Start it as it is.</p>
         </div>
       )}
+      {p?.state === "stopped" && p.stopped && (
+        <p class="notice" role="status">
+          Stopped by a user. Its file is kept as <code>{p.file}</code>, so it stays stopped when
+          sluice restarts; Start runs it again.
+        </p>
+      )}
+      {p && !gone && <PipelineActivity name={props.name} />}
+      {p && <h2 id="file">File</h2>}
       {saved && p && (
         <p class="ok" role="status">
           Saved; the pipeline restarted from the new file.
@@ -195,6 +229,13 @@ export function Pipeline(props: { name: string }) {
       )}
     </section>
   );
+}
+
+// A start refused for memory: the numbers of the budget, from the list (asked when the
+// refusal came: the pipeline's own answer does not carry them).
+function OverBudget(props: { limit: number | undefined }) {
+  const list = useResource(() => request<PipelinesData>("GET", paths.pipelines), "");
+  return <OverBudgetHint list={list.data} limit={props.limit} />;
 }
 
 // A warning of the check ("pipeline.yaml:12: path: message") as line and message.
@@ -517,10 +558,6 @@ function CheckSummary(props: {
       )}
     </div>
   );
-}
-
-function plural(n: number, what: string): string {
-  return `${n} ${what}${n === 1 ? "" : "s"}`;
 }
 
 function PreviewView(props: {

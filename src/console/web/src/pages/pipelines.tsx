@@ -1,5 +1,6 @@
 // Pipelines: the pipelines of `sluice serve --pipelines DIR` (one file each in the folder),
-// their state, restart and delete; "New pipeline" opens the editor (pages/pipeline.tsx).
+// their state, stop, start, restart and delete, and the memory budget they share; "New
+// pipeline" opens the editor (pages/pipeline.tsx).
 import { useState } from "preact/hooks";
 import { type ApiError, paths, request } from "../api";
 import { ConfirmByName } from "../components/confirm";
@@ -13,19 +14,23 @@ export function Pipelines() {
   useTitle("Pipelines");
   const list = useResource(() => request<PipelinesData>("GET", paths.pipelines), "");
   const [deleting, setDeleting] = useState<string | null>(null);
-  const [restarting, setRestarting] = useState<string | null>(null);
-  const restart = useAction();
+  // The row whose stop, start or restart runs or failed last: one at a time for the list.
+  const [acting, setActing] = useState<{ name: string; what: Lifecycle } | null>(null);
+  const lifecycle = useAction();
   const off = list.error?.code === "PIPELINES_OFF";
   const data = off ? undefined : list.data;
   const pipelines = [...(data?.pipelines ?? [])].sort((a, b) => a.name.localeCompare(b.name));
-  const limits = pipelines.reduce((sum, p) => sum + p.memory_limit_bytes, 0);
 
-  const restartIt = async (name: string) => {
-    setRestarting(name);
-    const done = await restart.run(() => request<PipelineInfo>("POST", paths.restartPipeline(name)));
-    if (done.ok) setRestarting(null);
+  const act = async (name: string, what: Lifecycle) => {
+    setActing({ name, what });
+    const done = await lifecycle.run(() =>
+      request<PipelineInfo>("POST", kLifecyclePath[what](name)),
+    );
+    if (done.ok) setActing(null);
     list.reload();
   };
+  const failed =
+    acting && lifecycle.error ? pipelines.find((p) => p.name === acting.name) : undefined;
 
   return (
     <section>
@@ -50,12 +55,10 @@ export function Pipelines() {
               </dd>
             </div>
             <div>
-              <dt>Memory budget</dt>
-              <dd>{fmt.bytes(data.memory_budget_bytes)}</dd>
-            </div>
-            <div>
-              <dt>Memory limits, added up</dt>
-              <dd>{fmt.bytes(limits)}</dd>
+              <dt>Memory in use / budget</dt>
+              <dd title={kInUseTitle}>
+                {fmt.bytes(data.memory_in_use_bytes)} / {fmt.bytes(data.memory_budget_bytes)}
+              </dd>
             </div>
             <div>
               <dt>Running</dt>
@@ -64,8 +67,16 @@ export function Pipelines() {
               </dd>
             </div>
           </dl>
-          <ErrorBox error={restart.error}>
-            {restarting && <p>Restarting pipeline {restarting}; it is as the table shows.</p>}
+          <ErrorBox error={lifecycle.error}>
+            {acting && (
+              <p>
+                {kLifecycleVerb[acting.what]} pipeline {acting.name} failed; it is as the table
+                shows.
+              </p>
+            )}
+            {lifecycle.error?.code === "PIPELINE_OVER_BUDGET" && (
+              <OverBudgetHint list={data} limit={failed?.memory_limit_bytes} />
+            )}
           </ErrorBox>
           <table class="pipelines">
             <caption class="sr-only">Pipelines</caption>
@@ -95,15 +106,20 @@ export function Pipelines() {
                   <td class="num">{fmt.count(p.messages_in)}</td>
                   <td class="num">{fmt.bytes(p.memory_limit_bytes)}</td>
                   <td class="actions">
-                    <button
-                      type="button"
-                      class="small"
-                      aria-label={`Restart pipeline ${p.name}`}
-                      disabled={restart.busy}
-                      onClick={() => restartIt(p.name)}
-                    >
-                      {restart.busy && restarting === p.name ? "Restarting…" : "Restart"}
-                    </button>{" "}
+                    <LifecycleButton
+                      p={p}
+                      what={p.state === "running" ? "stop" : "start"}
+                      busy={lifecycle.busy}
+                      acting={acting}
+                      onClick={act}
+                    />{" "}
+                    <LifecycleButton
+                      p={p}
+                      what="restart"
+                      busy={lifecycle.busy}
+                      acting={acting}
+                      onClick={act}
+                    />{" "}
                     <button
                       type="button"
                       class="small danger"
@@ -144,6 +160,82 @@ export function Pipelines() {
   );
 }
 
+const kInUseTitle =
+  "the running pipelines' duckdb.memory_limit added up, of --pipelines-memory-budget";
+
+export type Lifecycle = "stop" | "start" | "restart";
+
+export const kLifecyclePath: Record<Lifecycle, (name: string) => string> = {
+  stop: paths.stopPipeline,
+  start: paths.startPipeline,
+  restart: paths.restartPipeline,
+};
+
+// The buttons' words: as named, and while their request runs.
+const kLifecycleLabel: Record<Lifecycle, [string, string]> = {
+  stop: ["Stop", "Stopping…"],
+  start: ["Start", "Starting…"],
+  restart: ["Restart", "Restarting…"],
+};
+const kLifecycleVerb: Record<Lifecycle, string> = {
+  stop: "Stopping",
+  start: "Starting",
+  restart: "Restarting",
+};
+
+export function lifecycleLabel(what: Lifecycle, running: boolean): string {
+  return kLifecycleLabel[what][running ? 1 : 0];
+}
+
+function LifecycleButton(props: {
+  p: PipelineInfo;
+  what: Lifecycle;
+  busy: boolean;
+  acting: { name: string; what: Lifecycle } | null;
+  onClick: (name: string, what: Lifecycle) => void;
+}) {
+  const { p, what } = props;
+  const mine = props.busy && props.acting?.name === p.name && props.acting.what === what;
+  return (
+    <button
+      type="button"
+      class="small"
+      aria-label={`${kLifecycleLabel[what][0]} pipeline ${p.name}`}
+      disabled={props.busy}
+      onClick={() => props.onClick(p.name, what)}
+    >
+      {lifecycleLabel(what, mine)}
+    </button>
+  );
+}
+
+// Why a start was refused for memory, in numbers: the running pipelines' limits, the
+// budget, and this one's limit (`limit`, when known).
+export function OverBudgetHint(props: { list: PipelinesData | undefined; limit?: number }) {
+  const l = props.list;
+  return (
+    <p>
+      Pipelines run only while their DuckDB memory limits (<code>duckdb.memory_limit</code>)
+      fit, added up, within the budget (<code>--pipelines-memory-budget</code>)
+      {l ? (
+        <>
+          : the running ones take {fmt.bytes(l.memory_in_use_bytes)} of{" "}
+          {fmt.bytes(l.memory_budget_bytes)}
+          {props.limit !== undefined && (
+            <>
+              , and this one's {fmt.bytes(props.limit)} would make{" "}
+              {fmt.bytes(l.memory_in_use_bytes + props.limit)}
+            </>
+          )}
+        </>
+      ) : (
+        ""
+      )}
+      . Stop another pipeline first, or lower this one's <code>duckdb.memory_limit</code>.
+    </p>
+  );
+}
+
 export function deleteConsequence(file: string | undefined): string {
   return (
     `It stops, and its file${file ? ` ${file}` : ""} is removed from the folder. ` +
@@ -151,12 +243,14 @@ export function deleteConsequence(file: string | undefined): string {
   );
 }
 
-// "running", "stopped", or "failed" with the error it stopped on.
+// "running", "stopped" (saying so when a user stopped it), or "failed" with the error it
+// stopped on.
 export function PipelineStateView(props: { info: PipelineInfo }) {
   const p = props.info;
   return (
     <>
       <span class={`state state-${p.state}`}>{p.state}</span>
+      {p.state === "stopped" && p.stopped && <div class="muted small">by a user</div>}
       {p.state === "failed" && p.error && <div class="state-error">{p.error}</div>}
     </>
   );

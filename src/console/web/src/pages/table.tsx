@@ -1,13 +1,15 @@
 // One lake table: its schema, partition spec, sort order and properties, its snapshots
-// newest first with the Kafka offsets each was written up to, the files of a snapshot, and
-// "Query" (the SQL page with a first query of it).
-import { useEffect, useState } from "preact/hooks";
+// newest first with the Kafka offsets each was written up to, compaction and expiry
+// (pages/table-maintenance.tsx), the files of a snapshot, and "Query" (the SQL page with a
+// first query of it).
+import { useState } from "preact/hooks";
 import { paths, request } from "../api";
 import { ErrorBox, Link, Loading } from "../components/ui";
 import * as fmt from "../format";
 import { useResource, useTitle } from "../hooks";
 import { hrefs } from "../router";
 import type { Snapshot, SnapshotId, Table as TableData, TableFiles } from "../types";
+import { Maintenance } from "./table-maintenance";
 import { TablesOff } from "./tables";
 
 export function Table(props: { namespace: string; name: string }) {
@@ -17,11 +19,14 @@ export function Table(props: { namespace: string; name: string }) {
     `${props.namespace}/${props.name}`,
   );
   const t = table.data;
-  // The snapshot whose files are listed: the current one until the user picks another.
-  const [filesOf, setFilesOf] = useState<SnapshotId | null>(null);
-  useEffect(() => {
-    if (filesOf === null && t?.current_snapshot_id) setFilesOf(t.current_snapshot_id);
-  }, [t?.current_snapshot_id]);
+  // The snapshot whose files are listed: the one the user picked while the table has it,
+  // else the current one (also after a compaction made another current, or an expiry
+  // removed the one picked).
+  const [picked, setPicked] = useState<SnapshotId | null>(null);
+  const filesOf =
+    picked !== null && t?.snapshots.some((s) => s.snapshot_id === picked)
+      ? picked
+      : (t?.current_snapshot_id ?? null);
 
   return (
     <section>
@@ -91,8 +96,17 @@ export function Table(props: { namespace: string; name: string }) {
             table={t}
             filesOf={filesOf}
             onFiles={(id) => {
-              setFilesOf(id);
+              setPicked(id);
               document.getElementById("files")?.scrollIntoView();
+            }}
+          />
+          <Maintenance
+            namespace={props.namespace}
+            name={props.name}
+            sqlName={t.sql_name}
+            onChanged={() => {
+              setPicked(null);
+              table.reload();
             }}
           />
           <Files
@@ -100,7 +114,7 @@ export function Table(props: { namespace: string; name: string }) {
             name={props.name}
             table={t}
             snapshot={filesOf}
-            onSnapshot={setFilesOf}
+            onSnapshot={setPicked}
           />
         </>
       )}
