@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 
 #include "app/http_front_door.h"
 #include "app/pipeline_grants.h"
@@ -215,8 +216,37 @@ ServeProcess::ServeProcess() = default;
 
 ServeProcess::~ServeProcess() { (void)Stop(); }
 
-Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
-                                                          const ServeOptions& options) {
+Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& given,
+                                                          const ServeOptions& given_options) {
+  // The embedded defaults make every part work on a bare `sluice serve`
+  // (docs/design/0026-console.md, decision 14): a pipelines folder and a warehouse under
+  // the data directory, unless set ("off": none).
+  Config config = given;
+  ServeOptions options = given_options;
+  {
+    ASSIGN_OR_RETURN(std::string data_dir, config.GetString("data_dir", "./sluice-data"));
+    ASSIGN_OR_RETURN(std::string http, config.GetString("http.addr", kDefaultHttpAddr));
+    ASSIGN_OR_RETURN(std::string warehouse, config.GetString("warehouse", ""));
+    std::error_code ec;
+    if (!config.Has("warehouse") && !config.Has("catalog.uri") && http != "off") {
+      warehouse = data_dir + "/warehouse";
+      std::filesystem::create_directories(warehouse, ec);
+      if (ec) return IOError("cannot make the warehouse {}: {}", warehouse, ec.message());
+      config.Set("warehouse", warehouse, "the default: data_dir/warehouse");
+    } else if (warehouse == "off") {
+      config.Set("warehouse", "", config.Origin("warehouse"));
+    }
+    if (options.pipelines_dir.empty()) {
+      options.pipelines_dir = data_dir + "/pipelines";
+      std::filesystem::create_directories(options.pipelines_dir, ec);
+      if (ec) {
+        return IOError("cannot make the pipelines folder {}: {}", options.pipelines_dir,
+                       ec.message());
+      }
+    } else if (options.pipelines_dir == "off") {
+      options.pipelines_dir.clear();
+    }
+  }
   auto say = [&](std::string line) {
     if (options.on_banner) options.on_banner(line);
   };

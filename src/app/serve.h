@@ -51,8 +51,8 @@ class HttpFrontDoor;
 class SchemaRegistryPort;
 
 struct ServeOptions {
-  // `--pipelines DIR` ("" for none) and the budget of their DuckDB memory limits (0: half
-  // the machine's memory).
+  // `--pipelines DIR` ("": <data_dir>/pipelines, made when missing; "off": none) and the
+  // budget of their DuckDB memory limits (0: half the machine's memory).
   std::string pipelines_dir;
   int64_t pipelines_memory_budget_bytes = 0;
   // Called with each line `sluice serve` prints as a part starts listening ("serving Kafka

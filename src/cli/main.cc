@@ -472,7 +472,8 @@ int main(int argc, char** argv) {
 
   serve->add_option(
       "--pipelines", serve_flags.pipelines_dir,
-      "run every pipeline file (*.yml, *.yaml) in DIR beside the broker (docs/pipelines.md)");
+      "run every pipeline file (*.yml, *.yaml) in DIR beside the broker; the console writes "
+      "the pipelines it makes there (default DATA_DIR/pipelines; off: none; docs/pipelines.md)");
   serve
       ->add_option(
           "--pipelines-memory-budget", serve_flags.pipelines_budget_mib,
@@ -485,7 +486,8 @@ int main(int argc, char** argv) {
   serve->add_option(
       "--warehouse", serve_flags.warehouse,
       "serve the Iceberg tables of DIR or s3://bucket/prefix (the iceberg sink's warehouse) "
-      "as an Iceberg REST catalog on the HTTP port (docs/design/0009, 0024)");
+      "as an Iceberg REST catalog on the HTTP port (default DATA_DIR/warehouse while the HTTP "
+      "port is on and no catalog.uri is set; off: none; docs/design/0009, 0024)");
   serve->add_option(
       "--pg-addr", serve_flags.pg_addr,
       "HOST:PORT of the query server's Postgres wire protocol port (default 127.0.0.1:5433; "

@@ -2,10 +2,13 @@
 // broker, the HTTP port and the query server start from one Config and stop in order.
 #include "app/serve.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -73,17 +76,22 @@ TEST(ServeProcessTest, StartsEveryPartAnnouncesItAndStops) {
   ASSERT_GT((*p)->kafka_port(), 0);
   EXPECT_GT((*p)->http_port(), 0);
   EXPECT_GT((*p)->pg_port(), 0);
-  EXPECT_EQ((*p)->pipelines(), nullptr);
-  ASSERT_EQ(banner.size(), 5u);
+  // The embedded defaults: a pipelines folder and a warehouse under the data directory.
+  ASSERT_NE((*p)->pipelines(), nullptr);
+  EXPECT_TRUE(std::filesystem::is_directory(dir.path() + "/data/pipelines"));
+  EXPECT_TRUE(std::filesystem::is_directory(dir.path() + "/data/warehouse"));
+  ASSERT_EQ(banner.size(), 7u) << fmt::format("{}", fmt::join(banner, "\n"));
   EXPECT_EQ(banner[0].rfind("serving Kafka on 127.0.0.1:" + std::to_string((*p)->kafka_port()), 0),
             0u)
       << banner[0];
   EXPECT_GT((*p)->schema_registry_port(), 0);
   EXPECT_EQ(banner[1],
             "Schema Registry on http://127.0.0.1:" + std::to_string((*p)->schema_registry_port()));
-  EXPECT_EQ(banner[2].rfind("metrics on http://127.0.0.1:", 0), 0u) << banner[2];
-  EXPECT_EQ(banner[3].rfind("console on http://127.0.0.1:", 0), 0u) << banner[3];
-  EXPECT_EQ(banner[4].rfind("Postgres wire protocol on 127.0.0.1:", 0), 0u) << banner[4];
+  EXPECT_EQ(banner[2], "running 0 pipeline(s) from " + dir.path() + "/data/pipelines");
+  EXPECT_EQ(banner[3].rfind("metrics on http://127.0.0.1:", 0), 0u) << banner[3];
+  EXPECT_EQ(banner[4].rfind("console on http://127.0.0.1:", 0), 0u) << banner[4];
+  EXPECT_EQ(banner[5].rfind("Iceberg REST catalog on http://127.0.0.1:", 0), 0u) << banner[5];
+  EXPECT_EQ(banner[6].rfind("Postgres wire protocol on 127.0.0.1:", 0), 0u) << banner[6];
 
   // A real client sees the broker.
   auto admin = kafka::client::Admin::Create(
