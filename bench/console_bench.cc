@@ -114,10 +114,12 @@ int RunConsoleBench(const ConsoleBenchOptions& given) {
   if (o.quick) {
     o.topics = std::min(o.topics, 100);
     o.pipelines = std::min(o.pipelines, 2);
+    o.pipeline_files = std::min(o.pipeline_files, 10);
     o.calls = std::min(o.calls, 10);
     o.page_runs = std::min(o.page_runs, 2);
     o.follow_seconds = std::min(o.follow_seconds, 3);
   }
+  o.pipeline_files = std::max(o.pipeline_files, o.pipelines);
   if (o.topics < 1 || o.partitions < 1 || o.pipelines < 0 || o.pipelines > o.topics ||
       o.calls < 1 || o.page_runs < 1 || o.follow_rate < 1 || o.follow_seconds < 1) {
     return Fail(
@@ -162,10 +164,8 @@ int RunConsoleBench(const ConsoleBenchOptions& given) {
                                      "127.0.0.1:0",
                                      "--schema-registry-addr",
                                      "off"};
-    if (with_pipelines) {
-      args.push_back("--pipelines");
-      args.push_back(pipelines_dir);
-    }
+    args.push_back("--pipelines");
+    args.push_back(with_pipelines ? pipelines_dir : "off");
     // A log of its own per run: the marker is looked for in the whole file.
     return ListeningChild::Start(
         "sluice serve", args, dir + (with_pipelines ? "/serve" : "/serve-topics"),
@@ -191,10 +191,11 @@ int RunConsoleBench(const ConsoleBenchOptions& given) {
     Status st = (*admin)->CreateTopic("bench-follow", 1, 1, {}, std::chrono::seconds(30));
     if (!st.ok()) return Fail(fmt::format("creating bench-follow: {}", st.message()));
   }
-  for (int i = 0; i < o.pipelines; ++i) {
-    Status st =
-        WriteTextFile(fmt::format("{}/p{:03}.yaml", pipelines_dir, i),
-                      PipelineYaml(fmt::format("bench-{:03}", i), bootstrap, topic_name(i)));
+  // The first `pipelines` run; the others are files of stopped pipelines.
+  for (int i = 0; i < o.pipeline_files; ++i) {
+    Status st = WriteTextFile(
+        fmt::format("{}/p{:03}.yaml{}", pipelines_dir, i, i < o.pipelines ? "" : ".stopped"),
+        PipelineYaml(fmt::format("bench-{:03}", i), bootstrap, topic_name(i % o.topics)));
     if (!st.ok()) return Fail(st.message());
   }
   if (Status st = (*serve)->Stop(); !st.ok()) return Fail(st.message());
@@ -297,6 +298,7 @@ int RunConsoleBench(const ConsoleBenchOptions& given) {
               {"topics", o.topics},
               {"partitions", o.partitions},
               {"pipelines_running", o.pipelines},
+              {"pipeline_files", o.pipeline_files},
               {"load_start", load_start},
               {"load_end", LoadAverages()},
               {"list_target_ms", kListTargetMs},
@@ -332,8 +334,9 @@ int RunConsoleBench(const ConsoleBenchOptions& given) {
   if (o.json) {
     fmt::print("{}\n", out.dump());
   } else {
-    fmt::print("sluice bench console: {} topics x {} partitions, {} pipelines running, on {}\n",
-               o.topics, o.partitions, o.pipelines, out["machine"].get<std::string>());
+    fmt::print(
+        "sluice bench console: {} topics x {} partitions, {} pipeline files ({} running), on {}\n",
+        o.topics, o.partitions, o.pipeline_files, o.pipelines, out["machine"].get<std::string>());
     fmt::print("commit {}, load average {} at the start, {} at the end\n\n",
                out["commit"].get<std::string>(), load_start, out["load_end"].get<std::string>());
     fmt::print("{:<28} {:>10} {:>10} {:>10} {:>10}   target\n", "API list call", "median ms",

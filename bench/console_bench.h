@@ -22,15 +22,18 @@ struct ConsoleBenchOptions {
   int topics = 1000;
   int partitions = 2;
   int pipelines = 10;  // running, each reading one of the topics into a noop sink
-  int calls = 30;      // per API list call, after 3 not counted
-  int page_runs = 5;   // per page: one cold, the others warm
+  // Pipeline files in the folder: `pipelines` running, the others stopped (*.yaml.stopped),
+  // as the "100 pipeline files present (10 running)".
+  int pipeline_files = 100;
+  int calls = 30;     // per API list call, after 3 not counted
+  int page_runs = 5;  // per page: one cold, the others warm
   int64_t follow_rate = 10'000;
   int follow_seconds = 10;
   std::string chromium = "/usr/bin/chromium";
   std::string node = "node";
   std::string node_modules;  // holding puppeteer-core; empty: the source tree's
   bool json = false;         // one JSON object instead of the table
-  bool quick = false;        // 100 topics, 2 pipelines, 10 calls, 2 page runs, 3 s following
+  bool quick = false;  // 100 topics, 2 pipelines (10 files), 10 calls, 2 page runs, 3 s following
 };
 
 // Runs it; the process's exit status (0, or 1 with the reason on stderr).

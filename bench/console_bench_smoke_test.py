@@ -32,6 +32,8 @@ def main():
     for key in ("commit", "machine", "topics", "list_target_ms", "page_target_ms", "task_target_ms"):
         if key not in out:
             fail(f"no {key} in {out}", proc)
+    if out.get("pipelines_running") != 2 or out.get("pipeline_files") != 10:
+        fail(f"--quick: 2 pipelines running of 10 files, not {out}", proc)
     paths = [r["path"] for r in out["lists"]]
     if paths != ["/api/v1/topics", "/api/v1/groups", "/api/v1/pipelines", "/api/v1/overview",
                  "/api/v1/cluster"] or not all({"median_ms", "p95_ms", "max_ms", "bytes"} <= set(r)

@@ -510,6 +510,11 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& given,
     }
     // The console's API (docs/design/0026): a Kafka client of this broker as the HTTP
     // user (their ACLs apply), or as the process itself without a login.
+    const std::string http_host = http_addr.substr(0, http_addr.rfind(':'));
+    const console::ConsoleRefusal refusal = console::ConsoleRefusalFor(
+        http_auth != "none", sc.broker.authorization.enabled || sc.broker.sasl.enabled,
+        http_host.starts_with("127.") || http_host == "localhost" || http_host == "[::1]",
+        http_tls);
     p->console_ = std::make_unique<console::ConsoleApi>(console::ConsoleApiOptions{
         .client_for =
             [k = p->kafka_.get()](const std::string& principal) {
@@ -523,14 +528,8 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& given,
         .data_dir = sc.broker.data_dir,
         .metrics = &MetricsRegistry::Global(),
         .pipelines = p->pipeline_control_.get(),
-        // Without a login on the HTTP port the console would be the process itself, a
-        // super user: not where Kafka asks for logins or checks ACLs.
-        .refusal =
-            http_auth == "none" && (sc.broker.authorization.enabled || sc.broker.sasl.enabled)
-                ? "Kafka here requires logins (sasl.enabled or authorization.enabled) "
-                  "but the HTTP port has none: set http.auth to basic or token to use "
-                  "the console as a Kafka user"
-                : "",
+        .refusal = refusal.message,
+        .refusal_code = refusal.code,
         // Pipelines run SQL, sinks and templates as the process: with logins, only its
         // super users may touch them; without, only on a loopback port (whoever reaches it
         // is on this machine).
@@ -554,6 +553,9 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& given,
                                                                sc.broker.authorization.super_users)
                             : nullptr,
         .query_server_enabled = query_config.enabled,
+        .schemas = p->schema_registry_
+                       ? schema::MakeRegistrySchemaSource(&p->schema_registry_->registry())
+                       : nullptr,
         // SQL runs in the query server as the login's user; without a login only where
         // that server lets everyone in and the HTTP port is a loopback one (the query
         // server listens on loopback by default: a wider HTTP port must not open it to

@@ -358,7 +358,9 @@ HttpAuthResult HttpAuth::Authenticate(const HttpRequest& req) {
       bearer += fmt::format(R"(, error="invalid_token", error_description="{}")", d);
     }
     r.refusal.headers.emplace_back("WWW-Authenticate", bearer);
-    if (options_.accept_basic) {
+    // Not to the console's page (it marks every request): a Basic challenge would make the
+    // browser open its own login dialog over the page's login form.
+    if (options_.accept_basic && req.Header("x-sluice-request") == nullptr) {
       r.refusal.headers.emplace_back("WWW-Authenticate",
                                      R"(Basic realm="sluice", charset="UTF-8")");
     }

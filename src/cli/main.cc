@@ -153,6 +153,9 @@ void AddConsoleBenchOptions(CLI::App* cmd, sluice::bench::ConsoleBenchOptions* o
   cmd->add_option("--partitions", o->partitions, "partitions of each")->capture_default_str();
   cmd->add_option("--pipelines", o->pipelines, "pipelines running (each reading one topic)")
       ->capture_default_str();
+  cmd->add_option("--pipeline-files", o->pipeline_files,
+                  "pipeline files in the folder: --pipelines running, the others stopped")
+      ->capture_default_str();
   cmd->add_option("--calls", o->calls, "timed calls of each API list (after 3 not counted)")
       ->capture_default_str();
   cmd->add_option("--page-runs", o->page_runs, "loads of each page: one cold, the others warm")

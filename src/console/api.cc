@@ -17,6 +17,7 @@
 #include "console/message_view.h"
 #include "console/openapi.h"
 #include "kafka/client/consumer.h"
+#include "schema/message_json.h"
 
 namespace sluice::console {
 namespace {
@@ -42,11 +43,29 @@ Json ClusterJson(const ClusterDescription& c) {
 }
 
 void PutBytes(Json& out, const std::string& field, const std::optional<std::string>& bytes,
-              BinaryAs binary, size_t whole_size) {
+              BinaryAs binary, size_t whole_size, schema::SchemaSource* schemas = nullptr) {
   if (!bytes.has_value()) {
     out[field] = nullptr;
     out[field + "_encoding"] = nullptr;
     return;
+  }
+  // In a Schema Registry's framing (magic byte 0, then the schema id): decoded with its
+  // writer schema. A value the reader cut (past kMaxShownBytes) cannot be: shown as bytes.
+  if (schemas != nullptr && bytes->size() >= 5 && (*bytes)[0] == '\0' &&
+      whole_size <= bytes->size()) {
+    Result<schema::FramedJson> decoded = schema::FramedToJson(*bytes, *schemas);
+    if (decoded.ok()) {
+      out[field] = std::move(decoded->json);
+      out[field + "_encoding"] = "json";
+      Json described{{"format", decoded->format}, {"id", decoded->schema_id}};
+      if (!decoded->message.empty()) described["message"] = decoded->message;
+      out[field + "_schema"] = std::move(described);
+      return;
+    }
+    // Framed, but not by any schema it names: shown as bytes, with why.
+    if (decoded.status().code() == StatusCode::kInvalidArgument) {
+      out[field + "_schema_error"] = decoded.status().message();
+    }
   }
   ShownBytes shown = ShowBytes(*bytes, binary, std::max(whole_size, bytes->size()));
   out[field] = shown.text;
@@ -54,13 +73,13 @@ void PutBytes(Json& out, const std::string& field, const std::optional<std::stri
   if (shown.truncated) out[field + "_truncated"] = true;
 }
 
-Json RecordJson(const ReadRecord& r, BinaryAs binary) {
+Json RecordJson(const ReadRecord& r, BinaryAs binary, schema::SchemaSource* schemas) {
   Json m = Json::object();
   m["partition"] = r.partition;
   m["offset"] = r.offset;
   m["timestamp"] = r.timestamp_ms;
-  PutBytes(m, "key", r.key, binary, r.key_size);
-  PutBytes(m, "value", r.value, binary, r.value_size);
+  PutBytes(m, "key", r.key, binary, r.key_size, schemas);
+  PutBytes(m, "value", r.value, binary, r.value_size, schemas);
   Json headers = Json::array();
   for (const auto& h : r.headers) {
     Json hj = Json::object();
@@ -152,6 +171,21 @@ ConsoleApi::OpsLease::~OpsLease() {
   if (idle.size() < 4) idle.push_back(std::move(ops_));
 }
 
+ConsoleRefusal ConsoleRefusalFor(bool http_login, bool kafka_needs_login, bool loopback, bool tls) {
+  if (!loopback && !tls) {
+    return {"CONSOLE_NEEDS_TLS",
+            "this HTTP port reaches beyond this machine without TLS, where the console's logins "
+            "and data would cross the network readable: set http.tls: true (or listen on "
+            "127.0.0.1 and reach it through an SSH tunnel)"};
+  }
+  if (!http_login && kafka_needs_login) {
+    return {"CONSOLE_NEEDS_LOGIN",
+            "Kafka here requires logins (sasl.enabled or authorization.enabled) but the HTTP "
+            "port has none: set http.auth to basic or token to use the console as a Kafka user"};
+  }
+  return {};
+}
+
 ConsoleApi::ConsoleApi(ConsoleApiOptions options) : options_(std::move(options)) {
   History::Sources sources;
   sources.metrics = options_.metrics;
@@ -210,7 +244,11 @@ HttpResponse ConsoleApi::Handle(const HttpRequest& req) {
     r.body = OpenApiDocument();
     return r;
   }
-  if (!options_.refusal.empty()) return ErrorResponse(403, "CONSOLE_NEEDS_LOGIN", options_.refusal);
+  if (!options_.refusal.empty()) {
+    return ErrorResponse(
+        403, options_.refusal_code.empty() ? "CONSOLE_NEEDS_LOGIN" : options_.refusal_code,
+        options_.refusal);
+  }
   if (first == "cluster" && path.size() == 1) {
     if (req.method != "GET" && req.method != "HEAD") return MethodNotAllowed(req);
     OpsLease ops = Lease(req.principal);
@@ -536,10 +574,11 @@ HttpResponse ConsoleApi::Messages(const HttpRequest& req, const std::string& top
   if (!page.ok()) return FromStatus(page.status());
   Json messages = Json::array();
   if (order == "oldest") {
-    for (const ReadRecord& r : page->records) messages.push_back(RecordJson(r, as));
+    for (const ReadRecord& r : page->records)
+      messages.push_back(RecordJson(r, as, options_.schemas.get()));
   } else {
     for (auto it = page->records.rbegin(); it != page->records.rend(); ++it)
-      messages.push_back(RecordJson(*it, as));
+      messages.push_back(RecordJson(*it, as, options_.schemas.get()));
   }
   Json next = Json::object();
   for (const auto& [p, o] : page->next) next[std::to_string(p)] = o;
@@ -635,7 +674,8 @@ HttpResponse ConsoleApi::Live(const HttpRequest& req, const std::string& topic) 
         ok = out.Write(": keep-alive\n\n");
       } else {
         Json messages = Json::array();
-        for (const ReadRecord& rec : pending) messages.push_back(RecordJson(rec, as));
+        for (const ReadRecord& rec : pending)
+          messages.push_back(RecordJson(rec, as, options_.schemas.get()));
         Json data{{"messages", std::move(messages)}, {"skipped", skipped}};
         ok = out.Write("event: messages\ndata: " +
                        data.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n\n");

@@ -27,6 +27,9 @@ class QueryServer;
 class LocalSession;
 class WarehouseCatalog;
 }  // namespace sluice::query
+namespace sluice::schema {
+class SchemaSource;
+}  // namespace sluice::schema
 namespace sluice::lake {
 class CatalogAccess;
 class Table;
@@ -45,9 +48,10 @@ struct ConsoleApiOptions {
   // answers 404 PIPELINES_OFF). Outlives the API.
   PipelineControl* pipelines = nullptr;
   std::chrono::milliseconds kafka_timeout{10000};
-  // When set, every request but /api/v1/openapi.json is refused with it (403
-  // CONSOLE_NEEDS_LOGIN): the API must not act for nobody where Kafka wants logins.
+  // When set (ConsoleRefusalFor), every request but /api/v1/openapi.json is refused with
+  // it: 403 and its code.
   std::string refusal;
+  std::string refusal_code;
   // Whether `principal` may check, preview, write, restart or remove pipelines: a pipeline
   // runs its SQL in DuckDB, its sinks and its {{ env }} templates as the process (it can
   // read and write the process's files and environment), so only whom the process would
@@ -59,11 +63,23 @@ struct ConsoleApiOptions {
   std::shared_ptr<const lake::CatalogAccess> table_access;
   // Whether this process runs a query server (SetQueryServer gives it once started).
   bool query_server_enabled = false;
+  // The Schema Registry of this process: values and keys in its framing are shown decoded
+  // (Avro, Protobuf, JSON Schema) to whoever may read the topic. Null: shown as bytes.
+  std::shared_ptr<schema::SchemaSource> schemas;
   // The query server's user a request of `principal` runs SQL as, or why it may not
   // (an error: 403 SQL_NEEDS_LOGIN): the login's name, or without a login a name
   // of its own only where the query server lets everyone in (decision 12).
   std::function<Result<std::string>(const std::string& principal)> sql_user;
 };
+
+// Why the console must refuse every request of an HTTP port (code and message; empty
+// when it may answer): without a login on the port it would act as the process itself, a
+// super user, where Kafka asks for logins (CONSOLE_NEEDS_LOGIN); and a port reaching beyond
+// this machine without TLS would carry its logins and data readable (CONSOLE_NEEDS_TLS).
+struct ConsoleRefusal {
+  std::string code, message;
+};
+ConsoleRefusal ConsoleRefusalFor(bool http_login, bool kafka_needs_login, bool loopback, bool tls);
 
 class ConsoleApi {
  public:

@@ -1,5 +1,6 @@
 #include "console/message_view.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "base/base64.h"
@@ -36,7 +37,14 @@ ShownBytes ShowBytes(std::string_view bytes, BinaryAs binary, size_t whole_size)
     if (end > 0 && static_cast<unsigned char>(shown[end - 1]) >= 0xC0) --end;
     if (IsValidUtf8(shown.substr(0, end))) shown = shown.substr(0, end);
   }
-  if (IsValidUtf8(shown)) {
+  // Text is UTF-8 without control characters but tab and line breaks: a NUL or an escape is
+  // valid UTF-8, but bytes holding them are binary (a Schema Registry's framing starts
+  // with a NUL), better read as hex.
+  const bool control = std::any_of(shown.begin(), shown.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return (u < 0x20 && c != '\t' && c != '\n' && c != '\r') || u == 0x7f;
+  });
+  if (!control && IsValidUtf8(shown)) {
     out.text = std::string(shown);
     out.encoding =
         !out.truncated && !shown.empty() && nlohmann::json::accept(shown) ? "json" : "text";

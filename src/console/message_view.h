@@ -1,5 +1,6 @@
 // How the console shows the bytes of a record's key, value or header (docs/design/0026 #4):
-// JSON when they parse as JSON, text when they are UTF-8, else hex or base64; long ones cut.
+// JSON when they parse as JSON, text when they are UTF-8 without control characters (but
+// tab and line breaks), else hex or base64; long ones cut.
 #pragma once
 
 #include <cstddef>

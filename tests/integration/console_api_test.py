@@ -527,17 +527,28 @@ def activity(base, broker, folder, yaml):
     check(lag["group"] == "cities" and lag["step_ms"] == 2000 and len(lag["time_ms"]) >= 1
           and len(lag["total_lag"]) == len(lag["time_ms"]), f"the group's lag history: {lag}")
     expect(call(base, "GET", "/api/v1/groups/nobody-here/history"), 404, "GROUP_ID_NOT_FOUND")
+    # Rates are counted from a sample to the next: the messages come after the first point.
+    wait_until(lambda: expect(call(base, "GET", "/api/v1/pipelines/cities/history"),
+                              200)["time_ms"], 30, "the pipeline's first sample")
     for i in range(20):
         expect(call(base, "POST", "/api/v1/topics/visits/messages",
                     {"partition": i % 2, "value": json.dumps({"city": "Rome", "n": i})}), 201)
     expect(call(base, "POST", "/api/v1/topics/visits/messages",
                 {"partition": 0, "value": "not json {"}), 201)
 
+    last = {}
+
     def failed():
         h = expect(call(base, "GET", "/api/v1/pipelines/cities/history"), 200)
+        last["history"] = h
         rates = [v for v in h["series"]["messages_in_per_sec"] if v]
         return h if h["dead_letters"] and rates else None
-    h = wait_until(failed, 60, "a dead letter and a rate in the pipeline's history")
+    try:
+        h = wait_until(failed, 60, "a dead letter and a rate in the pipeline's history")
+    except Exception:
+        print(f"the last history: {json.dumps(last.get('history'))}")
+        print(f"the pipeline: {call(base, 'GET', '/api/v1/pipelines/cities')}")
+        raise
     check(h["step_ms"] == 2000 and set(h["series"]) == {
         "messages_in_per_sec", "rows_out_per_sec", "bytes_in_per_sec", "errors_per_sec",
         "batch_seconds_mean", "batch_seconds_p99", "flush_seconds_mean", "flush_seconds_p99",
@@ -575,10 +586,10 @@ def activity(base, broker, folder, yaml):
     print("pipelines: history, dead letters, lag history, stopped and started")
 
 
-def broker_test(name, body, *folders):
+def broker_test(name, body, *folders, registry="off"):
     """Runs body(broker, *paths) on a broker of its own started with `folders`: (flag, name)
     pairs of directories made under its tmp, passed as flag PATH."""
-    broker = Broker(SLUICE, FAST_GROUPS)
+    broker = Broker(SLUICE, FAST_GROUPS, schema_registry=registry)
     paths = []
     for flag, folder in folders:
         path = os.path.join(broker.tmp, folder)
@@ -599,6 +610,59 @@ def broker_test(name, body, *folders):
         return 1
     finally:
         broker.cleanup()
+
+
+def zigzag(v):
+    z = (v << 1) ^ (v >> 63)
+    out = bytearray()
+    while z >= 0x80:
+        out.append((z & 0x7F) | 0x80)
+        z >>= 7
+    out.append(z)
+    return bytes(out)
+
+
+def register(broker, subject, schema, schema_type=None):
+    body = {"schema": schema}
+    if schema_type:
+        body["schemaType"] = schema_type
+    req = urllib.request.Request(f"{broker.registry_url}/subjects/{subject}/versions",
+                                 data=json.dumps(body).encode(), method="POST",
+                                 headers={"Content-Type": "application/vnd.schemaregistry.v1+json"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return json.loads(r.read())["id"]
+
+
+def schemas(broker):
+    """Values in the Schema Registry's framing are shown decoded with their writer schema;
+    framed bytes no schema decodes are shown as bytes, with why."""
+    base = http_base(broker)
+    avro_id = register(broker, "framed-value", json.dumps({
+        "type": "record", "name": "Visit",
+        "fields": [{"name": "city", "type": "string"}, {"name": "n", "type": "long"}]}))
+    proto_id = register(broker, "framed-proto-value",
+                        'syntax = "proto3";\nmessage Visit {\n  string city = 1;\n  int64 n = 2;\n}\n',
+                        "PROTOBUF")
+    expect(call(base, "POST", "/api/v1/topics", {"name": "framed", "partitions": 1}), 201)
+    frame = b"\x00" + avro_id.to_bytes(4, "big")
+    avro = frame + zigzag(4) + b"Oslo" + zigzag(7)
+    proto = b"\x00" + proto_id.to_bytes(4, "big") + b"\x00" + b"\x0a\x04Lima" + b"\x10\x03"
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    for value in (avro, proto, frame + zigzag(4) + b"Os"):
+        p.produce("framed", value=value, partition=0)
+    p.flush(30)
+    msgs = expect(call(base, "GET", "/api/v1/topics/framed/messages?order=oldest&start=oldest"),
+                  200)["messages"]
+    check(len(msgs) == 3, f"three messages: {msgs}")
+    a, b, bad = msgs
+    check(a["value_encoding"] == "json" and json.loads(a["value"]) == {"city": "Oslo", "n": 7}
+          and a["value_schema"] == {"format": "avro", "id": avro_id}, f"the Avro value: {a}")
+    check(b["value_encoding"] == "json" and json.loads(b["value"]) == {"city": "Lima", "n": 3}
+          and b["value_schema"]["format"] == "protobuf" and b["value_schema"]["message"] == "Visit",
+          f"the Protobuf value: {b}")
+    check(bad["value_encoding"] == "hex" and "value_schema" not in bad
+          and bad["value_schema_error"], f"a framed value its schema does not decode: {bad}")
+    print("schemas: Avro and Protobuf values decoded, a broken one shown as bytes")
 
 
 def pipelines_test():
@@ -990,6 +1054,7 @@ def main():
     SLUICE = sys.argv[1]
     config = FAST_GROUPS + "topics:\n  auto_create: true\n"
     return (run_test("console_api_test", SLUICE, body, config=config) or pipelines_test()
+            or broker_test("schemas", schemas, registry="127.0.0.1:0")
             or lake_test() or secured_test())
 
 

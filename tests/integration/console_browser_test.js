@@ -42,9 +42,10 @@ async function until (what, fn, timeoutMs = 30000) {
 }
 
 // `sluice serve` on free loopback ports; resolves with its console URL once it listens.
-function startSluice (dir) {
+function startSluice (dir, extraConfig = '') {
+  fs.mkdirSync(dir, { recursive: true })
   const config = path.join(dir, 'sluice.yaml')
-  fs.writeFileSync(config, 'groups:\n  initial_rebalance_delay: 0\n')
+  fs.writeFileSync(config, 'groups:\n  initial_rebalance_delay: 0\n' + extraConfig)
   fs.mkdirSync(path.join(dir, 'pipelines'))
   fs.mkdirSync(path.join(dir, 'lake'))
   // The query server is on (the SQL page runs its queries there) and the warehouse an
@@ -74,6 +75,73 @@ async function api (base, method, p, body) {
   })
   const text = await r.text()
   return { status: r.status, body: text ? JSON.parse(text) : null }
+}
+
+// Logins everywhere (SASL on Kafka, ACLs, tokens on the HTTP port) and two users: the page
+// asks for a login, refuses a wrong password, and shows each user what their principal may
+// see (alice no topic without an ACL, the super user admin every one).
+const kSecured = `sasl:
+  enabled: true
+  mechanisms: [SCRAM-SHA-256]
+  users: ["admin:admin-secret", "alice:alice-secret"]
+authorization:
+  enabled: true
+  super_users: ["User:admin"]
+http:
+  auth: token
+`
+
+async function logins (browser, dir) {
+  const s = startSluice(dir, kSecured)
+  try {
+    const base = await s.ready
+    const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: 'admin', client_secret: 'admin-secret' })
+    const t = await fetch(base + '/v1/oauth/tokens', { method: 'POST', body: form })
+    assert.strictEqual(t.status, 200)
+    const token = (await t.json()).access_token
+    const made = await fetch(base + '/api/v1/topics', {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', 'X-Sluice-Request': '1' },
+      body: JSON.stringify({ name: 'payroll', partitions: 1 })
+    })
+    assert.strictEqual(made.status, 201, await made.text())
+
+    const page = await browser.newPage()
+    await page.setViewport({ width: 1280, height: 860 })
+    const text = () => page.evaluate(() => document.body.innerText)
+    const button = label => page.waitForSelector(`xpath/.//button[normalize-space()="${label}" and not(@disabled)]`, { timeout: 30000 })
+    const logIn = async (user, password) => {
+      const name = await page.waitForSelector('input[name="username"]')
+      await name.click({ clickCount: 3 })
+      await page.keyboard.press('Backspace')
+      await name.type(user)
+      const secret = await page.$('input[name="password"]')
+      await secret.click({ clickCount: 3 })
+      await page.keyboard.press('Backspace')
+      await secret.type(password)
+      await (await button('Log in')).click()
+    }
+    await page.goto(base + '/topics', { waitUntil: 'domcontentloaded' })
+    await button('Log in')
+    assert.ok((await text()).includes('This sluice asks for a login.'), await text())
+    await page.screenshot({ path: path.join(shots, 'login.png'), fullPage: true })
+    await logIn('alice', 'not-her-password')
+    await until('the wrong password refused', async () => (await text()).includes('wrong user or password'))
+    await logIn('alice', 'alice-secret')
+    await until("alice's topics (none she may see)", async () => /Topics/.test(await text()) && /No topics yet/.test(await text()))
+    assert.ok((await text()).includes('alice'), 'the logged-in user shown')
+    assert.ok(!(await text()).includes('payroll'), 'alice sees no topic without an ACL')
+    const stored = await page.evaluate(() => localStorage.length + sessionStorage.length + document.cookie.length)
+    assert.strictEqual(stored, 0, 'the token is kept in memory only')
+    await (await button('Log out')).click()
+    await logIn('admin', 'admin-secret')
+    await until("admin's topics", async () => (await text()).includes('payroll'))
+    await page.close()
+    console.log('logins: asked, a wrong password refused, each user shown what they may see')
+  } finally {
+    s.proc.kill('SIGTERM')
+    await new Promise(resolve => s.proc.exitCode !== null ? resolve() : s.proc.on('exit', resolve))
+  }
 }
 
 async function main () {
@@ -391,6 +459,7 @@ async function main () {
     assert.strictEqual(missing.body.error.code, 'NOT_FOUND')
 
     assert.deepStrictEqual(problems, [], `no script errors or failed requests: ${problems.join('; ')}`)
+    await logins(browser, path.join(dir, 'secured'))
     await browser.close()
     browser = null
     s.proc.kill('SIGTERM')

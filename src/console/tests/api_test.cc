@@ -227,6 +227,21 @@ TEST_F(ApiTest, WithoutAPipelinesFolder) {
   EXPECT_EQ(Code(Ask("PUT", "/api/v1/pipelines/x", "{\"yaml\": \"\"}")), "PIPELINES_OFF");
 }
 
+TEST(ConsoleRefusalTest, BeyondLoopbackWithoutTlsOrWithoutALoginWhereKafkaWantsOne) {
+  // http_login, kafka_needs_login, loopback, tls
+  EXPECT_EQ(ConsoleRefusalFor(false, false, true, false).code, "");
+  EXPECT_EQ(ConsoleRefusalFor(true, true, true, false).code, "");
+  EXPECT_EQ(ConsoleRefusalFor(true, true, false, true).code, "");
+  EXPECT_EQ(ConsoleRefusalFor(false, true, true, false).code, "CONSOLE_NEEDS_LOGIN");
+  EXPECT_EQ(ConsoleRefusalFor(false, true, false, true).code, "CONSOLE_NEEDS_LOGIN");
+  // Beyond this machine without TLS, logins or not.
+  for (bool login : {false, true}) {
+    ConsoleRefusal r = ConsoleRefusalFor(login, false, false, false);
+    EXPECT_EQ(r.code, "CONSOLE_NEEDS_TLS");
+    EXPECT_NE(r.message.find("http.tls"), std::string::npos) << r.message;
+  }
+}
+
 TEST(PipelineNameTest, FileNamesOnly) {
   for (const char* ok : {"a", "cities", "my-pipeline_2.v1"})
     EXPECT_TRUE(ValidPipelineName(ok)) << ok;

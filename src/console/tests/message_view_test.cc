@@ -19,6 +19,12 @@ TEST(MessageViewTest, JsonTextAndBinary) {
   bin = ShowBytes(std::string("\x00\xff\x10", 3), BinaryAs::kBase64);
   EXPECT_EQ(bin.encoding, "base64");
   EXPECT_EQ(bin.text, "AP8Q");
+  // UTF-8 with control characters is binary (a Schema Registry's framing starts with NUL);
+  // tabs and line breaks are text.
+  EXPECT_EQ(ShowBytes(std::string("\x00\x00\x00\x00\x01\x08Os", 8), BinaryAs::kHex).encoding,
+            "hex");
+  EXPECT_EQ(ShowBytes("a\x1b[31mred", BinaryAs::kHex).encoding, "hex");
+  EXPECT_EQ(ShowBytes("a\tb\r\nc\n", BinaryAs::kHex).encoding, "text");
   // Overlong and surrogate forms are not UTF-8.
   EXPECT_EQ(ShowBytes("\xC0\xAF", BinaryAs::kHex).encoding, "hex");
   EXPECT_EQ(ShowBytes("\xED\xA0\x80", BinaryAs::kHex).encoding, "hex");

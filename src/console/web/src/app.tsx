@@ -1,6 +1,8 @@
-// The page's frame: the navigation, the theme toggle, and the page the path names.
+// The page's frame: the navigation, the login, the theme toggle, and the page the path names.
 import { Component, type ComponentChildren } from "preact";
-import { useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
+import { loginState, logOut, onLoginChange, type LoginState } from "./api";
+import { LoginForm } from "./components/login-form";
 import { Link } from "./components/ui";
 import { Group } from "./pages/group";
 import { Groups } from "./pages/groups";
@@ -30,6 +32,16 @@ const kNav: { href: string; label: string; pages: Route["page"][] }[] = [
 export function App() {
   const path = usePath();
   const route = match(path);
+  const login = useLogin();
+  // After a login the focus, left on the form that went, moves to the page.
+  const main = useRef<HTMLElement>(null);
+  const asking = useRef(login.asking);
+  useEffect(() => {
+    if (asking.current !== null && login.asking === null) {
+      main.current?.focus({ preventScroll: true });
+    }
+    asking.current = login.asking;
+  }, [login.asking]);
   return (
     <>
       <a class="skip" href="#main">
@@ -50,15 +62,45 @@ export function App() {
             </Link>
           ))}
         </nav>
+        {login.user !== null && (
+          <div class="who">
+            <span>
+              <span class="sr-only">Logged in as </span>
+              {login.user}
+            </span>
+            <button type="button" onClick={logOut}>
+              Log out
+            </button>
+          </div>
+        )}
         <ThemeToggle />
       </header>
-      <main id="main" tabIndex={-1}>
-        <Contained key={path}>
-          <Page route={route} />
-        </Contained>
+      <main id="main" tabIndex={-1} ref={main}>
+        {login.asking !== null && <LoginForm asking={login.asking} lastUser={login.lastUser} />}
+        {/* While the form asks again (a token that ran out), the page stays, hidden: what
+            was typed there is kept, and it loads again only if a request of it was refused.
+            With nobody logged in there is no page to keep. */}
+        {login.asking !== "login" && (
+          <div hidden={login.asking !== null}>
+            <Contained key={`${login.reloads} ${path}`}>
+              <Page route={route} />
+            </Contained>
+          </div>
+        )}
       </main>
     </>
   );
+}
+
+// The login's state (api.ts), re-rendering on its changes.
+function useLogin(): LoginState {
+  const [state, setState] = useState(loginState());
+  useEffect(() => {
+    const unsubscribe = onLoginChange(setState);
+    setState(loginState());  // a change before this effect ran
+    return unsubscribe;
+  }, []);
+  return state;
 }
 
 function Page(props: { route: Route }) {
@@ -106,7 +148,8 @@ function NotFound() {
 }
 
 // A page that fails to render (an answer of an unexpected shape) shows why, and the
-// navigation and other pages go on working. Keyed by path: another page starts afresh.
+// navigation and other pages go on working. Keyed by path and login: another page, or the
+// same page after a login that followed a refused request, starts afresh.
 class Contained extends Component<{ children: ComponentChildren }, { error?: unknown }> {
   state: { error?: unknown } = {};
   componentDidCatch(error: unknown) {

@@ -72,6 +72,12 @@ export interface Topic {
 
 export type Encoding = "json" | "text" | "hex" | "base64";
 
+export interface FramedSchema {
+  format: "avro" | "protobuf" | "json";
+  id: number;
+  message?: string; // Protobuf: the message type
+}
+
 export interface MessageHeader {
   key: string;
   value: string | null;
@@ -89,6 +95,12 @@ export interface Message {
   value: string | null;
   value_encoding: Encoding | null;
   value_truncated?: boolean;
+  // Set when the bytes were in a Schema Registry's framing and decoded with their schema
+  // (then the encoding is "json"); `*_schema_error` when they were framed but did not decode.
+  key_schema?: FramedSchema;
+  key_schema_error?: string;
+  value_schema?: FramedSchema;
+  value_schema_error?: string;
   headers: MessageHeader[];
   size: number;
 }

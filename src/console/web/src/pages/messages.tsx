@@ -3,12 +3,12 @@
 // freezing the page (at most kMaxRows rows, DOM updates batched per animation frame).
 import { Component } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
-import { ApiError, paths, request } from "../api";
+import { ApiError, paths, request, send } from "../api";
 import { EncodedValue } from "../components/value";
 import { ErrorBox } from "../components/ui";
 import * as fmt from "../format";
-import { useAction } from "../hooks";
-import type { LiveEvent, Message, Messages } from "../types";
+import { asApiError, useAction } from "../hooks";
+import type { FramedSchema, LiveEvent, Message, Messages } from "../types";
 
 const kMaxRows = 1000;
 // While following: the newest rows kept, and how often they are redrawn. At 10K messages a
@@ -16,6 +16,8 @@ const kMaxRows = 1000;
 // thread for most of a second at a time (`sluice bench console`).
 const kLiveRows = 100;
 const kLiveEveryMs = 250;
+// How long a broken live stream waits to be asked for again (an EventSource's default).
+const kRetryMs = 3000;
 
 type Seek = "end" | "offset" | "time";
 
@@ -170,8 +172,12 @@ export function MessageBrowser(props: { topic: string; partitions: number }) {
   );
 }
 
-// Follows new messages while mounted: one EventSource, whose batches are handed on at most
-// once per kLiveEveryMs (in an animation frame), newest first, the newest kLiveRows.
+// Follows new messages while mounted: one stream of server-sent events, whose batches are
+// handed on at most once per kLiveEveryMs (in an animation frame), newest first, the newest
+// kLiveRows. Read with fetch rather than an EventSource, which cannot send the login's
+// Authorization header; it behaves as an EventSource would: a refusal (not 200: the topic
+// went, a login, 429 past the streams allowed at once) ends it, and a stream that breaks or
+// ends is asked for again after kRetryMs.
 function LiveFeed(props: {
   topic: string;
   partition: string;
@@ -180,6 +186,8 @@ function LiveFeed(props: {
 }) {
   const [state, setState] = useState<"connecting" | "open" | "reconnecting">("connecting");
   const [error, setError] = useState<ApiError | undefined>(undefined);
+  // Why the last stream ended, when the server said (its `error` event).
+  const [lost, setLost] = useState("");
   const onMessages = useRef(props.onMessages);
   onMessages.current = props.onMessages;
 
@@ -187,11 +195,14 @@ function LiveFeed(props: {
     props.onStarted();
     const q = new URLSearchParams();
     if (props.partition !== "all") q.set("partition", props.partition);
-    const source = new EventSource(paths.live(props.topic, q));
+    const url = paths.live(props.topic, q);
+    const controller = new AbortController();
+    const signal = controller.signal;
     let pending: Message[] = [];
     let frame = 0;
     let timer = 0;
     let last = 0;
+    let retry = 0;
     const flush = () => {
       frame = 0;
       last = performance.now();
@@ -200,11 +211,21 @@ function LiveFeed(props: {
       batch.sort((a, b) => b.timestamp - a.timestamp || b.offset - a.offset);
       onMessages.current(batch);
     };
-    source.onopen = () => setState("open");
-    source.addEventListener("messages", (e: MessageEvent<string>) => {
+    const onEvent = (name: string, data: string) => {
+      if (name === "error") {
+        // The server's last word before it closes the stream (its consumer failed).
+        try {
+          const m = (JSON.parse(data) as { message?: unknown }).message;
+          if (typeof m === "string") setLost(m);
+        } catch {
+          // Said nothing readable: the usual words are shown.
+        }
+        return;
+      }
+      if (name !== "messages") return;
       let batch: Message[];
       try {
-        batch = (JSON.parse(e.data) as LiveEvent).messages;
+        batch = (JSON.parse(data) as LiveEvent).messages;
       } catch {
         return;
       }
@@ -217,25 +238,55 @@ function LiveFeed(props: {
         timer = 0;
         frame = requestAnimationFrame(flush);
       }, wait);
-    });
-    source.onerror = () => {
-      if (source.readyState === EventSource.CLOSED) {
-        // Refused (not 200: the topic went, a login, or 429 with 16 streams open), not
-        // retried by the browser.
-        setError(
-          new ApiError(
-            0,
-            "LIVE_CLOSED",
-            "the server ended or refused the live stream (at most 4 follow at once); " +
-              "stop and follow again to retry",
-          ),
-        );
-      } else {
-        setState("reconnecting");  // the browser retries by itself
+    };
+    // The stream's answer; null when none came (asked again, as an EventSource does).
+    // Throws a refusal, and fetch's AbortError once stopped.
+    const connect = async (): Promise<Response | null> => {
+      try {
+        const res = await send("GET", url, undefined, { accept: "text/event-stream", signal });
+        const type = res.headers.get("Content-Type") ?? "";
+        if (!type.toLowerCase().startsWith("text/event-stream")) {
+          void res.body?.cancel();
+          const what = `the answer was ${type || "untyped"}, not an event stream`;
+          throw new ApiError(res.status, "BAD_RESPONSE", what);
+        }
+        return res;
+      } catch (e) {
+        if (!signal.aborted && e instanceof ApiError && e.code === "NETWORK") return null;
+        throw e;
       }
     };
+    const follow = async () => {
+      for (;;) {
+        let res: Response | null;
+        try {
+          res = await connect();
+        } catch (e) {
+          // Refused: not asked again (a 401 has brought the login form).
+          if (!signal.aborted) setError(asApiError(e));
+          return;
+        }
+        if (res) {
+          setState("open");
+          setLost("");
+          try {
+            await readEvents(res.body, onEvent);
+          } catch {
+            // Broken off: asked for again below, as one that ended.
+          }
+        }
+        if (signal.aborted) return;
+        setState("reconnecting");
+        await new Promise((resolve) => {
+          retry = window.setTimeout(resolve, kRetryMs);
+        });
+        if (signal.aborted) return;
+      }
+    };
+    void follow();
     return () => {
-      source.close();
+      controller.abort();
+      window.clearTimeout(retry);
       if (frame !== 0) cancelAnimationFrame(frame);
       window.clearTimeout(timer);
     };
@@ -244,7 +295,9 @@ function LiveFeed(props: {
   return (
     <div class="live" role="status">
       {error ? (
-        <ErrorBox error={error} />
+        <ErrorBox error={error}>
+          {error.code !== "LOGIN_NEEDED" && <p>Stop following and follow again to retry.</p>}
+        </ErrorBox>
       ) : (
         <p>
           <span class={`dot ${state}`} aria-hidden="true" />
@@ -252,11 +305,58 @@ function LiveFeed(props: {
             ? `Following new messages; the newest ${kLiveRows.toLocaleString("en-US")} are shown.`
             : state === "connecting"
               ? "Connecting…"
-              : "Connection lost; reconnecting…"}
+              : `Connection lost${lost ? ` (${lost})` : ""}; reconnecting…`}
         </p>
       )}
     </div>
   );
+}
+
+// Calls `onEvent` with each event of a server-sent event stream as it arrives, until the
+// stream ends (https://html.spec.whatwg.org/multipage/server-sent-events.html): events end
+// at a blank line; `event: NAME` names one ("message" when unnamed); its `data:` lines are
+// joined with "\n"; a line starting with ':' is a comment (the server's keep-alive); `id`
+// and `retry` are not read (the API sends neither); an event without data, or cut off by
+// the end, is dropped. Only a new chunk is split, so a long line that comes in many chunks
+// (a batch of large messages) costs no more than a short one.
+async function readEvents(
+  body: ReadableStream<Uint8Array> | null,
+  onEvent: (name: string, data: string) => void,
+) {
+  if (!body) return;
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  let partial: string[] = [];  // the line being received, in chunks
+  let name = "";
+  let data: string[] = [];
+  const onLine = (line: string) => {
+    if (line.endsWith("\r")) line = line.slice(0, -1);
+    if (line === "") {
+      if (data.length > 0) onEvent(name === "" ? "message" : name, data.join("\n"));
+      name = "";
+      data = [];
+      return;
+    }
+    if (line.startsWith(":")) return;
+    const colon = line.indexOf(":");
+    const field = colon < 0 ? line : line.slice(0, colon);
+    let value = colon < 0 ? "" : line.slice(colon + 1);
+    if (value.startsWith(" ")) value = value.slice(1);
+    if (field === "event") name = value;
+    else if (field === "data") data.push(value);
+  };
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return;
+    const lines = decoder.decode(value, { stream: true }).split("\n");
+    if (lines.length === 1) {
+      partial.push(lines[0]!);
+      continue;
+    }
+    onLine(partial.join("") + lines[0]!);
+    for (let i = 1; i < lines.length - 1; i++) onLine(lines[i]!);
+    partial = [lines[lines.length - 1]!];
+  }
 }
 
 export function MessageTable(props: { rows: Message[]; empty: string }) {
@@ -303,6 +403,7 @@ class MessageRow extends Component<{ m: Message }> {
             truncated={m.key_truncated}
             label={`key at ${where}`}
           />
+          <SchemaNote schema={m.key_schema} error={m.key_schema_error} />
         </td>
         <td class="value">
           <EncodedValue
@@ -311,6 +412,7 @@ class MessageRow extends Component<{ m: Message }> {
             truncated={m.value_truncated}
             label={`value at ${where}`}
           />
+          <SchemaNote schema={m.value_schema} error={m.value_schema_error} />
         </td>
         <td class="headers">
           {m.headers.length > 0 && (
@@ -333,4 +435,21 @@ class MessageRow extends Component<{ m: Message }> {
       </tr>
     );
   }
+}
+
+const kFormatNames = { avro: "Avro", protobuf: "Protobuf", json: "JSON Schema" } as const;
+
+// Which registered schema decoded the bytes shown, or why framed bytes were not decoded.
+function SchemaNote(props: { schema?: FramedSchema; error?: string }) {
+  const { schema, error } = props;
+  if (schema) {
+    return (
+      <span class="schema-note" title="decoded with the writer schema from the Schema Registry">
+        {kFormatNames[schema.format] ?? schema.format} · schema {schema.id}
+        {schema.message ? ` · ${schema.message}` : ""}
+      </span>
+    );
+  }
+  if (error) return <span class="schema-note bad">Framed, but not decoded: {error}</span>;
+  return null;
 }
