@@ -50,6 +50,31 @@ TEST(HttpServerTest, RoutesSeeHeadersLowerCasedAndSetTheirOwn) {
   EXPECT_EQ(seen.principal, "");
 }
 
+// httplib's brotli is its slowest quality: answers are gzip when the client takes gzip, else
+// not compressed.
+TEST(HttpServerTest, AnswersAreGzipNeverBrotli) {
+  const std::string body(8192, 'x');
+  auto server = Serve({{"/big/", [&](const HttpRequest&) {
+                          HttpResponse out;
+                          out.body = body;
+                          out.content_type = "application/json";
+                          return out;
+                        }}});
+  ASSERT_NE(server, nullptr);
+  httplib::Client c("127.0.0.1", server->port());
+  for (const auto& [offered, want] :
+       std::vector<std::pair<std::string, std::string>>{{"gzip, deflate, br", "gzip"},
+                                                        {"br;q=1.0, gzip;q=0.5", "gzip"},
+                                                        {"br", ""},
+                                                        {"gzip;q=0, br", ""},
+                                                        {"gzip", "gzip"}}) {
+    auto res = c.Get("/big/", {{"Accept-Encoding", offered}});
+    ASSERT_TRUE(res) << offered;
+    EXPECT_EQ(res->get_header_value("Content-Encoding"), want) << offered;
+    EXPECT_EQ(res->body, body) << offered;  // the client decompresses
+  }
+}
+
 TEST(HttpServerTest, StreamedBodyArrivesInChunksAsServerSentEvents) {
   auto server = Serve({{"/events", [](const HttpRequest&) {
                           HttpResponse out;
