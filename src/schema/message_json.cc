@@ -1,9 +1,9 @@
 // FramedToJson (message_json.h): the framing read, the writer schema parsed by its format's
 // own parser, then the body walked into a JSON tree (nlohmann::ordered_json, key order kept)
-// written once at the end. The formats' RowDecoders write into DuckDB vectors and their wire
-// readers are private to them, so the two walkers here are small ones of their own, over the
-// same parsed schemas (lake::avro::Node, protobuf::MessageType) and with the same bounds
-// (protobuf/internal.h's ReadVarint; counts bounded by the bytes left; 64 levels).
+// written once at the end. The formats' RowDecoders write into DuckDB vectors, so the two
+// walkers here are small ones of their own, over the same parsed schemas (lake::avro::Node,
+// protobuf::MessageType), the same wire readers (avro/binary_reader.h, protobuf/internal.h)
+// and the same bounds (counts bounded by the bytes left; 64 levels).
 // JSON Schema bodies go through nlohmann's SAX parser (iterative) straight back out as text.
 #include "schema/message_json.h"
 
@@ -13,7 +13,6 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <span>
@@ -24,6 +23,7 @@
 #include "base/utf8.h"
 #include "schema/avro/avro_format.h"
 #include "schema/avro/avro_types.h"
+#include "schema/avro/binary_reader.h"
 #include "schema/decoder_plans.h"
 #include "schema/protobuf/internal.h"
 #include "schema/protobuf/protobuf_format.h"
@@ -34,8 +34,6 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-// Items that take no bytes (Avro nulls, empty records) one value may declare.
-constexpr int64_t kMaxZeroSizeItems = 1 << 16;
 // Longest decimal (in bytes) written as text, about 1200 digits: the conversion is
 // quadratic in the length.
 constexpr size_t kMaxDecimalBytes = 512;
@@ -278,11 +276,10 @@ class Walk {
 using lake::avro::Node;
 using lake::avro::Type;
 
-class AvroWalk : public Walk {
+class AvroWalk : public Walk, private avro::BinaryReader<AvroWalk> {
  public:
   // `body`: the Avro bytes, a part of `value`.
-  AvroWalk(std::string_view value, std::string_view body)
-      : Walk(value), p_(reinterpret_cast<const uint8_t*>(body.data())), end_(p_ + body.size()) {}
+  AvroWalk(std::string_view value, std::string_view body) : Walk(value) { Reset(body); }
 
   // One value of `root` taking all of the body.
   bool Run(const Node& root, Json* out) {
@@ -292,78 +289,15 @@ class AvroWalk : public Walk {
   }
 
  private:
-  bool ReadLong(int64_t* v) {
-    const uint8_t* start = p_;
-    uint64_t x = 0;
-    for (int shift = 0;; shift += 7) {
-      if (p_ == end_) return Fail(start, "truncated varint");
-      if (shift > 63) return Fail(start, "varint longer than 10 bytes");
-      const uint8_t b = *p_++;
-      x |= static_cast<uint64_t>(b & 0x7f) << shift;
-      if ((b & 0x80) == 0) break;
-    }
-    *v = static_cast<int64_t>(x >> 1) ^ -static_cast<int64_t>(x & 1);
-    return true;
-  }
+  friend class avro::BinaryReader<AvroWalk>;
 
-  bool ReadInt(int64_t* v) {
-    const uint8_t* start = p_;
-    if (!ReadLong(v)) return false;
-    if (*v < std::numeric_limits<int32_t>::min() || *v > std::numeric_limits<int32_t>::max()) {
-      return Fail(start, fmt::format("int {} out of range", *v));
-    }
-    return true;
+  // binary_reader.h fails through here, and words two of its problems as this walk does.
+  bool FailAt(const uint8_t* at, std::string problem) { return Fail(at, std::move(problem)); }
+  static std::string FixedPastEndText(int64_t size, int64_t bytes_left) {
+    return fmt::format("{} bytes past the end ({} bytes left)", size, bytes_left);
   }
-
-  bool ReadBytes(std::string_view* out) {
-    const uint8_t* start = p_;
-    int64_t n;
-    if (!ReadLong(&n)) return false;
-    if (n < 0) return Fail(start, fmt::format("negative length {}", n));
-    if (n > end_ - p_) {
-      return Fail(start, fmt::format("length {} past the end ({} bytes left)", n, end_ - p_));
-    }
-    *out = std::string_view(reinterpret_cast<const char*>(p_), static_cast<size_t>(n));
-    p_ += n;
-    return true;
-  }
-
-  bool ReadFixed(int64_t size, std::string_view* out) {
-    if (size > end_ - p_) {
-      return Fail(p_, fmt::format("{} bytes past the end ({} bytes left)", size, end_ - p_));
-    }
-    *out = std::string_view(reinterpret_cast<const char*>(p_), static_cast<size_t>(size));
-    p_ += size;
-    return true;
-  }
-
-  // A block's item count (0 ends the array or map), bounded by the bytes left.
-  bool ReadBlockCount(int64_t min_size, int64_t* count) {
-    const uint8_t* start = p_;
-    if (!ReadLong(count)) return false;
-    if (*count < 0) {
-      if (*count == std::numeric_limits<int64_t>::min()) return Fail(start, "invalid block count");
-      *count = -*count;
-      int64_t bytes;
-      if (!ReadLong(&bytes)) return false;
-      if (bytes < 0 || bytes > end_ - p_) {
-        return Fail(start,
-                    fmt::format("block size {} past the end ({} bytes left)", bytes, end_ - p_));
-      }
-    }
-    if (min_size > 0) {
-      if (*count > (end_ - p_) / min_size) {
-        return Fail(start,
-                    fmt::format("{} items cannot fit in the {} bytes left", *count, end_ - p_));
-      }
-    } else {
-      zero_budget_ -= *count;
-      if (zero_budget_ < 0) {
-        return Fail(start, fmt::format("{} items that take no bytes (at most {})", *count,
-                                       kMaxZeroSizeItems));
-      }
-    }
-    return true;
+  static std::string ZeroSizeItemsText(int64_t count) {
+    return fmt::format("{} items that take no bytes (at most {})", count, avro::kMaxZeroSizeItems);
   }
 
   // bytes or fixed `b` of type `n`, readable.
@@ -399,11 +333,12 @@ class AvroWalk : public Walk {
       case Type::kNull:
         *out = nullptr;
         return true;
-      case Type::kBoolean:
-        if (p_ == end_) return Fail(p_, "truncated boolean");
-        if (*p_ > 1) return Fail(p_, fmt::format("invalid boolean byte {}", *p_));
-        *out = *p_++ == 1;
+      case Type::kBoolean: {
+        bool x = false;
+        if (!ReadBoolean(&x)) return false;
+        *out = x;
         return true;
+      }
       case Type::kInt:
         if (!ReadInt(&v)) return false;
         switch (avro::LogicalOf(n).kind) {
@@ -519,10 +454,6 @@ class AvroWalk : public Walk {
     }
     return Fail(start, "unknown type");
   }
-
-  const uint8_t* p_;
-  const uint8_t* end_;
-  int64_t zero_budget_ = kMaxZeroSizeItems;
 };
 
 // ---- Protobuf ----
@@ -532,31 +463,11 @@ using protobuf::FieldType;
 using protobuf::Label;
 using protobuf::MessageType;
 using protobuf::internal::WellKnown;
+using protobuf::internal::WireTypeOf;
 
 constexpr uint64_t kMaxFieldNumber = (uint64_t{1} << 29) - 1;
 
-uint8_t WireOf(FieldType t) {
-  switch (t) {
-    case FieldType::kDouble:
-    case FieldType::kFixed64:
-    case FieldType::kSfixed64:
-      return 1;
-    case FieldType::kFloat:
-    case FieldType::kFixed32:
-    case FieldType::kSfixed32:
-      return 5;
-    case FieldType::kString:
-    case FieldType::kBytes:
-    case FieldType::kMessage:
-      return 2;
-    case FieldType::kGroup:
-      return 3;
-    default:
-      return 0;
-  }
-}
-
-bool Packable(FieldType t) { return WireOf(t) != 2 && WireOf(t) != 3; }
+bool Packable(FieldType t) { return WireTypeOf(t) != 2 && WireTypeOf(t) != 3; }
 
 // The JSON of an enum's value `n`: its name, or the number when the schema names none.
 Json EnumJson(const EnumType* e, int32_t n) {
@@ -814,7 +725,7 @@ class ProtoWalk : public Walk {
   bool Scalar(FieldType t, const EnumType* e, const uint8_t** p, const uint8_t* end, Json* out) {
     const uint8_t* start = *p;
     uint64_t v = 0;
-    switch (WireOf(t)) {
+    switch (WireTypeOf(t)) {
       case 0:
         if (!protobuf::internal::ReadVarint(p, end, &v)) {
           return Fail(start, "truncated or overlong varint");
@@ -887,7 +798,7 @@ class ProtoWalk : public Walk {
   bool Single(FieldType t, const EnumType* e, uint8_t wire, const uint8_t* tag_at, uint64_t number,
               const uint8_t** p, const uint8_t* end, Json* out, std::string_view* piece,
               int depth) {
-    if (wire != WireOf(t)) return WrongWire(tag_at, wire, WireOf(t));
+    if (wire != WireTypeOf(t)) return WrongWire(tag_at, wire, WireTypeOf(t));
     std::string_view b;
     switch (t) {
       case FieldType::kString:

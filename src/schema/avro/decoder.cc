@@ -14,6 +14,7 @@
 #include "lake/avro.h"
 #include "schema/avro/avro_format.h"
 #include "schema/avro/avro_types.h"
+#include "schema/avro/binary_reader.h"
 
 namespace sluice::schema::avro {
 
@@ -26,8 +27,6 @@ namespace {
 
 // Deepest nesting of values the decoder follows (records, arrays, maps, unions).
 constexpr int kMaxDepth = 64;
-// Items that take no bytes (nulls, empty records) one message may declare.
-constexpr int64_t kMaxZeroSizeItems = 1 << 16;
 // Longest decimal (in bytes) written as text into a VARCHAR column.
 constexpr size_t kMaxDecimalTextBytes = 512;
 
@@ -897,7 +896,10 @@ uint32_t LittleEndian32(const char* p) {
   return v;
 }
 
-class AvroRowDecoder final : public RowDecoder {
+// Reads through BinaryReader (its p_, end_): the calls inline, and fail through FailAt.
+class AvroRowDecoder final : public RowDecoder, private BinaryReader<AvroRowDecoder> {
+  friend class BinaryReader<AvroRowDecoder>;
+
  public:
   AvroRowDecoder(std::vector<Slot> slots, Step top)
       : slots_(std::move(slots)), top_(std::move(top)) {
@@ -921,9 +923,7 @@ class AvroRowDecoder final : public RowDecoder {
 
   bool Decode(std::string_view payload, uint64_t row, std::string* reason) override {
     begin_ = reinterpret_cast<const uint8_t*>(payload.data());
-    p_ = begin_;
-    end_ = begin_ + payload.size();
-    zero_budget_ = kMaxZeroSizeItems;
+    Reset(payload);
     for (size_t i = 0; i < lists_.size(); ++i) marks_[i] = lists_[i]->list_size;
     bool ok = RunRecord(top_, row, 0);
     if (ok && p_ != end_) {
@@ -964,84 +964,12 @@ class AvroRowDecoder final : public RowDecoder {
     return false;
   }
 
-  // ---- raw reads ----
-
-  bool ReadLong(int64_t* v) {
-    const uint8_t* start = p_;
-    if (p_ < end_ && *p_ < 0x80) {
-      uint64_t x = *p_++;
-      *v = static_cast<int64_t>(x >> 1) ^ -static_cast<int64_t>(x & 1);
-      return true;
-    }
-    uint64_t x = 0;
-    for (int shift = 0;; shift += 7) {
-      if (p_ == end_) return FailAt(start, "truncated varint");
-      if (shift > 63) return FailAt(start, "varint longer than 10 bytes");
-      uint8_t b = *p_++;
-      x |= static_cast<uint64_t>(b & 0x7F) << shift;
-      if ((b & 0x80) == 0) break;
-    }
-    *v = static_cast<int64_t>(x >> 1) ^ -static_cast<int64_t>(x & 1);
-    return true;
+  // binary_reader.h's two problems in this decoder's words.
+  static std::string FixedPastEndText(int64_t size, int64_t bytes_left) {
+    return fmt::format("fixed of {} bytes past the end ({} bytes left)", size, bytes_left);
   }
-
-  bool ReadInt(int64_t* v) {
-    const uint8_t* start = p_;
-    if (!ReadLong(v)) return false;
-    if (*v < std::numeric_limits<int32_t>::min() || *v > std::numeric_limits<int32_t>::max()) {
-      return FailAt(start, fmt::format("int {} out of range", *v));
-    }
-    return true;
-  }
-
-  bool ReadBytes(std::string_view* out) {
-    const uint8_t* start = p_;
-    int64_t n;
-    if (!ReadLong(&n)) return false;
-    if (n < 0) return FailAt(start, fmt::format("negative length {}", n));
-    if (n > end_ - p_) {
-      return FailAt(start, fmt::format("length {} past the end ({} bytes left)", n, end_ - p_));
-    }
-    *out = std::string_view(reinterpret_cast<const char*>(p_), static_cast<size_t>(n));
-    p_ += n;
-    return true;
-  }
-
-  bool ReadFixed(int64_t size, std::string_view* out) {
-    if (size > end_ - p_) {
-      return Fail(fmt::format("fixed of {} bytes past the end ({} bytes left)", size, end_ - p_));
-    }
-    *out = std::string_view(reinterpret_cast<const char*>(p_), static_cast<size_t>(size));
-    p_ += size;
-    return true;
-  }
-
-  // A block's item count (0 ends the array or map), bounded by the bytes left.
-  bool ReadBlockCount(int64_t min_size, int64_t* count) {
-    const uint8_t* start = p_;
-    if (!ReadLong(count)) return false;
-    if (*count < 0) {
-      if (*count == std::numeric_limits<int64_t>::min())
-        return FailAt(start, "invalid block count");
-      *count = -*count;
-      int64_t bytes;
-      if (!ReadLong(&bytes)) return false;
-      if (bytes < 0 || bytes > end_ - p_) {
-        return FailAt(start,
-                      fmt::format("block size {} past the end ({} bytes left)", bytes, end_ - p_));
-      }
-    }
-    if (min_size > 0) {
-      if (*count > (end_ - p_) / min_size) {
-        return FailAt(start,
-                      fmt::format("{} items cannot fit in the {} bytes left", *count, end_ - p_));
-      }
-    } else {
-      zero_budget_ -= *count;
-      if (zero_budget_ < 0)
-        return FailAt(start, fmt::format("{} items that take no bytes", *count));
-    }
-    return true;
+  static std::string ZeroSizeItemsText(int64_t count) {
+    return fmt::format("{} items that take no bytes", count);
   }
 
   // ---- walking values nothing stores ----
@@ -1053,11 +981,10 @@ class AvroRowDecoder final : public RowDecoder {
     switch (n.type) {
       case Type::kNull:
         return true;
-      case Type::kBoolean:
-        if (p_ == end_) return Fail("truncated boolean");
-        if (*p_ > 1) return Fail(fmt::format("invalid boolean byte {}", *p_));
-        ++p_;
-        return true;
+      case Type::kBoolean: {
+        bool x;
+        return ReadBoolean(&x);
+      }
       case Type::kInt:
         return ReadInt(&v);
       case Type::kLong:
@@ -1355,14 +1282,12 @@ class AvroRowDecoder final : public RowDecoder {
         SetNullDeep(*s.slot, row);
         return true;
       case Read::kBoolean: {
-        if (p_ == end_) return Fail("truncated boolean");
-        uint8_t b = *p_;
-        if (b > 1) return Fail(fmt::format("invalid boolean byte {}", b));
-        ++p_;
+        bool b;
+        if (!ReadBoolean(&b)) return false;
         if (s.store == Store::kBool) {
-          s.slot->at<bool>()[row] = b != 0;
+          s.slot->at<bool>()[row] = b;
         } else {
-          s.slot->vec.AssignString(row, b != 0 ? "true" : "false");
+          s.slot->vec.AssignString(row, b ? "true" : "false");
         }
         Valid(*s.slot, row);
         return true;
@@ -1534,10 +1459,7 @@ class AvroRowDecoder final : public RowDecoder {
   Step top_;
   std::vector<Slot*> lists_;
   std::vector<uint64_t> marks_;
-  const uint8_t* begin_ = nullptr;
-  const uint8_t* p_ = nullptr;
-  const uint8_t* end_ = nullptr;
-  int64_t zero_budget_ = 0;
+  const uint8_t* begin_ = nullptr;  // of the payload (or default value) p_ reads
   std::string problem_;
   size_t problem_at_ = 0;
   std::vector<std::string> path_;  // innermost first

@@ -636,25 +636,6 @@ class Encoder final : public RowEncoder {
     return Status::OK();
   }
 
-  static int WireOf(FieldType t) {
-    switch (t) {
-      case FieldType::kDouble:
-      case FieldType::kFixed64:
-      case FieldType::kSfixed64:
-        return 1;
-      case FieldType::kFloat:
-      case FieldType::kFixed32:
-      case FieldType::kSfixed32:
-        return 5;
-      case FieldType::kString:
-      case FieldType::kBytes:
-      case FieldType::kMessage:
-        return 2;
-      default:
-        return 0;
-    }
-  }
-
   Status One(const EncField& f, const Vector& v, uint64_t row, std::string* out, int depth,
              bool force) {
     if (f.type == FieldType::kMessage) {

@@ -60,6 +60,29 @@ inline void WriteVarint(uint64_t v, std::string* out) {
   out->push_back(static_cast<char>(v));
 }
 
+// The wire type of a field of type `t`: 0 varint, 1 fixed64, 2 length-delimited, 3 group
+// (its start), 5 fixed32.
+inline uint8_t WireTypeOf(FieldType t) {
+  switch (t) {
+    case FieldType::kDouble:
+    case FieldType::kFixed64:
+    case FieldType::kSfixed64:
+      return 1;
+    case FieldType::kFloat:
+    case FieldType::kFixed32:
+    case FieldType::kSfixed32:
+      return 5;
+    case FieldType::kString:
+    case FieldType::kBytes:
+    case FieldType::kMessage:
+      return 2;
+    case FieldType::kGroup:
+      return 3;
+    default:
+      return 0;
+  }
+}
+
 inline uint64_t ZigZag64(int64_t v) {
   return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
 }
