@@ -288,10 +288,19 @@ Result<std::unique_ptr<pipeline::PipelineRunner>> PipelineSet::Create(Entry& e) 
     const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
                             std::chrono::system_clock::now().time_since_epoch())
                             .count();
-    pipeline::RecentFailure f{now, dead_lettered, letter.value ? letter.value->size() : 0, letter};
-    if (f.letter.value && f.letter.value->size() > kFailureValueBytes) {
-      f.letter.value->resize(kFailureValueBytes);
+    // Only what is kept is copied: a failed 1 MB message must not hold 1 MB here.
+    kafka::client::Message cut;
+    cut.topic = letter.topic;
+    cut.partition = letter.partition;
+    cut.offset = letter.offset;
+    cut.timestamp_ms = letter.timestamp_ms;
+    if (letter.value) {
+      cut.value = std::string_view(letter.value->data(),
+                                   std::min(letter.value->size(), kFailureValueBytes));
     }
+    pipeline::RecentFailure f{
+        now, dead_lettered, letter.value ? letter.value->size() : 0,
+        pipeline::DeadLetter(letter.error.substr(0, kFailureValueBytes), letter.phase, cut)};
     std::lock_guard lock(failures_mu_);
     auto& recent = failures_[name];
     recent.push_back(std::move(f));
@@ -464,6 +473,10 @@ Status PipelineSet::Replace(std::unique_ptr<Entry> e, std::optional<Loaded> prev
 
 Status PipelineSet::Restart(const std::string& name) {
   std::lock_guard manage(manage_mu_);
+  return RestartLocked(name);
+}
+
+Status PipelineSet::RestartLocked(const std::string& name) {
   Entry* old;
   bool started;
   int64_t others = 0;
@@ -482,7 +495,9 @@ Status PipelineSet::Restart(const std::string& name) {
     return InvalidArgumentError("{}: the file now names pipeline '{}', not '{}' (use Reload)",
                                 old->file, loaded.config.name, name);
   }
-  RETURN_IF_ERROR(CheckBudget(others + loaded.config.duckdb.memory_limit_bytes));
+  if (Status st = CheckBudget(others + loaded.config.duckdb.memory_limit_bytes); !st.ok()) {
+    return ResourceExhaustedError("{}", st.message());
+  }
   Loaded previous{old->file, old->text, old->config};
   return Replace(MakeEntry(std::move(loaded)), std::move(previous), started);
 }
@@ -542,9 +557,18 @@ Status PipelineSet::StartOne(const std::string& name) {
     auto it = entries_.find(name);
     if (it == entries_.end()) return NotFoundError("no pipeline named '{}'", name);
     e = it->second.get();
-    if (!e->stopped) return Status::OK();
     started = started_;
     others = RunningMemoryLocked(name);
+  }
+  if (!e->stopped) {
+    // Running: left as it is; ended on an error: started again from its file.
+    bool failed;
+    {
+      std::lock_guard lock(mu_);
+      std::lock_guard entry_lock(e->mu);
+      failed = started && (e->runner == nullptr || e->done);
+    }
+    return failed ? RestartLocked(name) : Status::OK();
   }
   return StartLocked(*e, others, started);
 }
@@ -562,31 +586,29 @@ Status PipelineSet::StartLocked(Entry& e, int64_t others, bool started) {
   }
   const std::string stopped_file = e.file;
   const std::string running_file = RunningFile(e.file);
+  {
+    std::lock_guard lock(mu_);
+    e.text = std::move(loaded.text);
+    e.memory = loaded.config.duckdb.memory_limit_bytes;
+    e.config = std::move(loaded.config);
+  }
+  // Its database and sinks opened before the file is renamed: one that cannot start keeps
+  // its stopped name, also when the process dies meanwhile (a running name would make the
+  // next `sluice serve` refuse to start on it).
+  std::unique_ptr<pipeline::PipelineRunner> runner;
+  if (started) {
+    auto created = Create(e);
+    if (!created.ok()) return created.status().WithContext("it stays stopped");
+    runner = std::move(created).value();
+  }
   RETURN_IF_ERROR(RenameFile(stopped_file, running_file));
   {
     std::lock_guard lock(mu_);
     e.file = running_file;
-    e.text = std::move(loaded.text);
-    e.memory = loaded.config.duckdb.memory_limit_bytes;
-    e.config = std::move(loaded.config);
     e.stopped = false;
   }
-  if (!started) return Status::OK();
-  Status st = Launch(e);
-  if (st.ok()) return st;
-  // It stays stopped, its file says so again.
-  Park(e);
-  Status back = RenameFile(running_file, stopped_file);
-  std::lock_guard lock(mu_);
-  if (back.ok()) {
-    e.file = stopped_file;
-    e.stopped = true;
-    return st.WithContext("it stays stopped");
-  }
-  return st.WithContext(
-      fmt::format("and its file could not be renamed back ({}): it starts "
-                  "again with the process",
-                  back.message()));
+  if (runner) Begin(e, std::move(runner));
+  return Status::OK();
 }
 
 Result<PipelineSet::ReloadResult> PipelineSet::Reload() {
@@ -660,6 +682,10 @@ Result<PipelineSet::ReloadResult> PipelineSet::Reload() {
     }
   }
   Halt(gone);
+  {
+    std::lock_guard lock(failures_mu_);
+    for (const std::string& name : result.removed) failures_.erase(name);
+  }
   // Each changed pipeline falls back to its previous version when the new one cannot
   // start (a sink that cannot connect, a state file in use); a new one that cannot start
   // is reported and stays in the set with its error (Health names it).

@@ -108,8 +108,9 @@ class PipelineSet {
   Status StopOne(const std::string& name);
   // Starts stopped pipeline `name` from its file as it now is, renamed back: refused when
   // the file no longer loads or the running pipelines' memory and its own would pass the
-  // budget; a pipeline that then cannot start (its sink cannot connect) stays stopped.
-  // A running pipeline is left as it is.
+  // budget (ResourceExhausted); a pipeline that then cannot start (its sink cannot connect)
+  // stays stopped. A running pipeline is left as it is; one that ended on an error is
+  // restarted (Restart).
   Status StartOne(const std::string& name);
   // Reads the folder again: files that appeared are added, files that went away (and
   // pipelines added from files outside the folder) are removed, files whose text changed
@@ -156,6 +157,7 @@ class PipelineSet {
   // The memory limits of the running entries but `except`, added up (under mu_).
   int64_t RunningMemoryLocked(const std::string& except) const;
   Status StartLocked(Entry& e, int64_t others, bool started);
+  Status RestartLocked(const std::string& name);  // under manage_mu_
   // Create and Begin; a failure is also the entry's result (Health reports it).
   Status Launch(Entry& e);
   // Stops, waits for and destroys `entries` (taken out of the set).

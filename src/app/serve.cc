@@ -228,7 +228,9 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& given,
     ASSIGN_OR_RETURN(std::string http, config.GetString("http.addr", kDefaultHttpAddr));
     ASSIGN_OR_RETURN(std::string warehouse, config.GetString("warehouse", ""));
     std::error_code ec;
-    if (!config.Has("warehouse") && !config.Has("catalog.uri") && http != "off") {
+    // (An empty data_dir is refused below, by the broker's settings.)
+    if (!data_dir.empty() && !config.Has("warehouse") && !config.Has("catalog.uri") &&
+        http != "off") {
       warehouse = data_dir + "/warehouse";
       std::filesystem::create_directories(warehouse, ec);
       if (ec) return IOError("cannot make the warehouse {}: {}", warehouse, ec.message());
@@ -236,7 +238,7 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& given,
     } else if (warehouse == "off") {
       config.Set("warehouse", "", config.Origin("warehouse"));
     }
-    if (options.pipelines_dir.empty()) {
+    if (options.pipelines_dir.empty() && !data_dir.empty()) {
       options.pipelines_dir = data_dir + "/pipelines";
       std::filesystem::create_directories(options.pipelines_dir, ec);
       if (ec) {
@@ -299,6 +301,10 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& given,
   // TLS on the HTTP port and the query server (docs/design/0019-security.md, phase C): the
   // tls: section's certificate, reloaded on SIGHUP like the Kafka listeners'.
   ASSIGN_OR_RETURN(bool http_tls, config.GetBool("http.tls", false));
+  // Whether the HTTP port is on this machine only: what a login and TLS may be spared for.
+  const std::string http_host = http_addr.substr(0, http_addr.rfind(':'));
+  const bool http_loopback =
+      http_host.starts_with("127.") || http_host == "localhost" || http_host == "[::1]";
   if (http_tls && sc.tls == nullptr) {
     return InvalidArgumentError(
         "http.tls (set in {}) serves HTTPS with the tls: section's certificate, but there is no "
@@ -510,11 +516,9 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& given,
     }
     // The console's API (docs/design/0026): a Kafka client of this broker as the HTTP
     // user (their ACLs apply), or as the process itself without a login.
-    const std::string http_host = http_addr.substr(0, http_addr.rfind(':'));
     const console::ConsoleRefusal refusal = console::ConsoleRefusalFor(
         http_auth != "none", sc.broker.authorization.enabled || sc.broker.sasl.enabled,
-        http_host.starts_with("127.") || http_host == "localhost" || http_host == "[::1]",
-        http_tls);
+        http_loopback, http_tls);
     p->console_ = std::make_unique<console::ConsoleApi>(console::ConsoleApiOptions{
         .client_for =
             [k = p->kafka_.get()](const std::string& principal) {
@@ -536,9 +540,7 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& given,
         .may_run_pipelines =
             http_auth == "none"
                 ? std::function<bool(const std::string&)>(
-                      [open = http_addr.starts_with("127.") ||
-                              http_addr.starts_with("localhost:") ||
-                              http_addr.starts_with("[::1]:")](const std::string&) { return open; })
+                      [open = http_loopback](const std::string&) { return open; })
                 : std::function<bool(const std::string&)>(
                       [supers = sc.broker.authorization.super_users](const std::string& who) {
                         return std::find(supers.begin(), supers.end(), who) != supers.end();
@@ -560,10 +562,7 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& given,
         // that server lets everyone in and the HTTP port is a loopback one (the query
         // server listens on loopback by default: a wider HTTP port must not open it to
         // the network), so the console opens nothing psql could not.
-        .sql_user = [users = p->kafka_->broker().users(),
-                     loopback = http_addr.starts_with("127.") ||
-                                http_addr.starts_with("localhost:") ||
-                                http_addr.starts_with("[::1]:")](
+        .sql_user = [users = p->kafka_->broker().users(), loopback = http_loopback](
                         const std::string& principal) -> Result<std::string> {
           std::string_view name = principal;
           if (name.starts_with("User:")) name.remove_prefix(5);
@@ -585,8 +584,7 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& given,
     // Browser safety in every mode (0021): Host and Origin allowlists, a proof on every
     // state-changing request.
     http_options.browser_guard = {.enabled = true, .allowed_hosts = allowed_hosts};
-    const std::string host = http_addr.substr(0, http_addr.rfind(':'));
-    const bool loopback = host.starts_with("127.") || host == "localhost" || host == "[::1]";
+    const bool loopback = http_loopback;
     if (http_auth != "none") {
       http_options.authenticate = auth::HttpAuth::Hook(http_login);
       http_options.authenticate_metrics = http_auth_metrics;

@@ -62,8 +62,9 @@ void PutBytes(Json& out, const std::string& field, const std::optional<std::stri
       out[field + "_schema"] = std::move(described);
       return;
     }
-    // Framed, but not by any schema it names: shown as bytes, with why.
-    if (decoded.status().code() == StatusCode::kInvalidArgument) {
+    // Framed, but not by any schema it names: shown as bytes, with why. Not for keys: a
+    // big-endian integer key often starts with a zero byte too.
+    if (field == "value" && decoded.status().code() == StatusCode::kInvalidArgument) {
       out[field + "_schema_error"] = decoded.status().message();
     }
   }

@@ -97,8 +97,12 @@ class ConsoleApi {
   // The route to add to the HTTP server: prefix /api/v1/, behind its login.
   HttpRoute Route();
   HttpResponse Handle(const HttpRequest& req);
-  // Ends the live streams (before the HTTP server stops, which waits for them).
-  void Stop() { stopping_.store(true); }
+  // Ends the live streams (before the HTTP server stops, which waits for them) and the
+  // history's sampler (before the broker stops: it reads watched groups' lag).
+  void Stop() {
+    stopping_.store(true);
+    if (history_) history_->Stop();
+  }
   // The running query server /api/v1/sql uses (null: none, 404 SQL_OFF): set once it has
   // started, cleared before it stops.
   void SetQueryServer(query::QueryServer* server) { query_server_.store(server); }

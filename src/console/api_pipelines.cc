@@ -240,7 +240,9 @@ HttpResponse ConsoleApi::Pipelines(const HttpRequest& req, const std::vector<std
     return ::lstat(entry.c_str(), &st) == 0 && S_ISREG(st.st_mode);
   };
   const bool renames = path.size() == 3 && (path[2] == "stop" || path[2] == "start");
-  if (current && (req.method == "PUT" || req.method == "DELETE" || renames) &&
+  // A restart of a stopped pipeline renames its file too.
+  const bool restarts = path.size() == 3 && path[2] == "restart";
+  if (current && (req.method == "PUT" || req.method == "DELETE" || renames || restarts) &&
       !in_folder(current->file)) {
     return ErrorResponse(409, "PIPELINE_FILE_ELSEWHERE",
                          fmt::format("{} is not a file of {} itself (a link, or elsewhere): change "
@@ -274,11 +276,25 @@ HttpResponse ConsoleApi::Pipelines(const HttpRequest& req, const std::vector<std
       const std::string file = current ? current->file : control->dir() + "/" + name + ".yaml";
       std::optional<std::string> previous;
       if (current) {
+        // Renamed or removed by hand while sluice runs (the folder is read when it starts):
+        // a file written now would be a second one of that pipeline.
+        if (::access(file.c_str(), F_OK) != 0) {
+          return ErrorResponse(409, "PIPELINE_FILE_GONE",
+                               fmt::format("{} is gone from the folder since sluice read it: "
+                                           "restart sluice serve to read the folder again",
+                                           file));
+        }
         Result<std::string> old = ReadText(file);
         if (old.ok()) previous = std::move(*old);
-      } else if (::access(file.c_str(), F_OK) == 0) {
-        return ErrorResponse(409, "PIPELINE_FILE_EXISTS",
-                             fmt::format("{} exists but is no running pipeline's file", file));
+      } else {
+        for (const std::string& f : {file, file + ".stopped"}) {
+          if (::access(f.c_str(), F_OK) == 0) {
+            return ErrorResponse(409, "PIPELINE_FILE_EXISTS",
+                                 fmt::format("{} exists but is no pipeline's file sluice read: "
+                                             "restart sluice serve to read the folder again",
+                                             f));
+          }
+        }
       }
       if (Status st = WriteText(file, text); !st.ok()) return FromStatus(st);
       Status applied = control->Apply(file, !current.has_value(), name);

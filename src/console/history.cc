@@ -91,7 +91,6 @@ struct History::PipelineState {
 
 struct History::GroupState {
   SeriesRing ring{kPoints};
-  std::string principal;  // who asked last: the sampler reads as them
   std::chrono::steady_clock::time_point asked{};
   std::chrono::steady_clock::time_point sampled{};
 };
@@ -100,7 +99,9 @@ History::History(Sources sources, bool start_thread) : sources_(std::move(source
   if (start_thread) thread_ = std::thread([this] { Loop(); });
 }
 
-History::~History() {
+History::~History() { Stop(); }
+
+void History::Stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
@@ -193,15 +194,20 @@ void History::Sample() {
     }
     // Groups nobody watches any more are forgotten.
     std::erase_if(groups_, [&](const auto& e) { return now - e.second->asked > kWatch; });
-    for (const auto& [group, g] : groups_) {
-      if (now - g->sampled >= kStep / 2) watched.emplace_back(group, g->principal);
+    for (const auto& [key, g] : groups_) {
+      if (now - g->sampled >= kStep / 2) watched.push_back(key);
     }
   }
   if (!sources_.group_offsets) return;
-  for (const auto& [group, principal] : watched) {
+  for (const auto& key : watched) {
+    const auto& [group, principal] = key;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stop_) return;  // each read may take the Kafka timeout: none after Stop
+    }
     Result<std::vector<GroupOffset>> offsets = sources_.group_offsets(principal, group);
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = groups_.find(group);
+    auto it = groups_.find(key);
     if (it == groups_.end()) continue;
     // A read that failed (the group went away, the broker is slow) leaves a gap.
     RecordGroupLocked(*it->second, WallMs(), offsets.ok() ? *offsets : std::vector<GroupOffset>{});
@@ -244,10 +250,9 @@ History::GroupSeries History::Group(const std::string& group, const std::string&
                                     const std::vector<GroupOffset>& offsets) {
   const auto now = std::chrono::steady_clock::now();
   std::lock_guard<std::mutex> lock(mu_);
-  auto& slot = groups_[group];
+  auto& slot = groups_[{group, principal}];
   if (!slot) slot = std::make_unique<GroupState>();
   GroupState& g = *slot;
-  g.principal = principal;
   g.asked = now;
   if (g.ring.times().empty() || now - g.sampled >= kStep / 2) {
     RecordGroupLocked(g, WallMs(), offsets);

@@ -70,6 +70,8 @@ class History {
 
   // One step of sampling now (the thread calls it every kStep).
   void Sample();
+  // Ends the sampler thread (after the step in hand); the readers go on answering.
+  void Stop();
 
   // Pipeline `name`'s series: time_ms and series.{messages_in_per_sec, rows_out_per_sec,
   // bytes_in_per_sec, errors_per_sec, batch_seconds_mean, batch_seconds_p99,
@@ -82,7 +84,9 @@ class History {
 
   // Records `offsets` of `group`, read now by a request of `principal` (which the read
   // proved may see them), as a point unless the sampler took one within half a step, and
-  // watches the group for kWatch from now (sampled as `principal`).
+  // watches the group for kWatch from now. Each principal has a history of its own, sampled
+  // as that principal: the broker leaves out of a group's offsets the topics a principal
+  // may not describe, so one user's history must not be shown to another.
   struct GroupSeries {
     std::vector<int64_t> time_ms;
     std::vector<double> total_lag;
@@ -101,8 +105,10 @@ class History {
   Sources sources_;
   std::mutex mu_;
   std::map<std::string, std::unique_ptr<PipelineState>> pipelines_;  // guarded by mu_
-  std::map<std::string, std::unique_ptr<GroupState>> groups_;        // guarded by mu_
-  bool stop_ = false;                                                // guarded by mu_
+  // By (group, principal).
+  std::map<std::pair<std::string, std::string>, std::unique_ptr<GroupState>>
+      groups_;         // guarded by mu_
+  bool stop_ = false;  // guarded by mu_
   std::condition_variable wake_;
   std::thread thread_;
 };

@@ -40,7 +40,8 @@ class PipelineControl {
   // Stops the pipeline and forgets it (the caller removes its file).
   virtual Status Remove(const std::string& name) = 0;
   // Stops the pipeline and keeps it, stopped (app::PipelineSet::StopOne), or starts it
-  // again (StartOne: FailedPrecondition when the budget has no room for it).
+  // again (StartOne: ResourceExhausted when the budget has no room for it; one that ended
+  // on an error is restarted).
   virtual Status Stop(const std::string& name) = 0;
   virtual Status Start(const std::string& name) = 0;
   virtual int64_t memory_budget_bytes() const = 0;

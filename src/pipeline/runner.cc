@@ -593,7 +593,8 @@ Status PipelineRunner::ProcessBatch(CommitMode mode) {
     if (options_.on_failure) {
       const size_t skip = messages.size() - std::min(messages.size(), kFailuresTold);
       for (const Message& m : messages.subspan(skip)) {
-        options_.on_failure(DeadLetter(error, phase, m), policy == ErrorPolicy::kDlq);
+        options_.on_failure(DeadLetter(error, phase, m),
+                            policy == ErrorPolicy::kDlq && impl.dlq != nullptr);
       }
     }
     if (policy == ErrorPolicy::kDlq) {

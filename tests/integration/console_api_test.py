@@ -579,8 +579,19 @@ def activity(base, broker, folder, yaml):
     check(open(os.path.join(folder, "cities.yaml.stopped")).read() == yaml, "the stopped file changed")
     check(expect(call(base, "GET", "/api/v1/pipelines/cities"), 200)["state"] == "stopped",
           "still stopped after a change")
+    # Stopped, it reads nothing: what comes meanwhile waits in the group's lag.
+    for i in range(3):
+        expect(call(base, "POST", "/api/v1/topics/visits/messages",
+                    {"partition": 1, "value": json.dumps({"city": "Kyiv", "n": i})}), 201)
+    time.sleep(3)
+
+    def lag():
+        g = expect(call(base, "GET", "/api/v1/groups/cities"), 200)
+        return sum(o["lag"] or 0 for o in g["offsets"])
+    check(lag() == 3, f"the stopped pipeline's lag: {lag()}")
     started = expect(call(base, "POST", "/api/v1/pipelines/cities/start"), 200)
     check(started["state"] == "running" and not started["stopped"], f"started: {started}")
+    wait_until(lambda: lag() == 0, 60, "the started pipeline catching up")
     check(os.listdir(folder) == ["cities.yaml"], f"the folder: {os.listdir(folder)}")
     expect(call(base, "POST", "/api/v1/pipelines/nope/start"), 404, "UNKNOWN_PIPELINE")
     print("pipelines: history, dead letters, lag history, stopped and started")

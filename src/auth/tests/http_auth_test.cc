@@ -116,6 +116,23 @@ TEST(HttpAuthTest, BasicLoginsAgainstTheStore) {
   EXPECT_TRUE(f.auth->Authenticate(Basic("alice:new")).allowed);
 }
 
+// The console's page marks every request (X-Sluice-Request): its 401s carry no Basic
+// challenge, which would make the browser open its own login dialog over the page's form.
+TEST(HttpAuthTest, ThePagesRequestsGetNoBasicChallenge) {
+  Fixture f;
+  HttpRequest page = Basic("alice:wrong");
+  page.headers["x-sluice-request"] = "1";
+  ExpectRefused(f.auth->Authenticate(page), false, /*basic=*/false);
+  HttpRequest nothing;
+  nothing.headers["x-sluice-request"] = "1";
+  ExpectRefused(f.auth->Authenticate(nothing), false, /*basic=*/false);
+  ExpectRefused(f.auth->Authenticate(Basic("alice:wrong")), false, /*basic=*/true);
+  // Basic still logs the page in where the port takes it.
+  HttpRequest right = Basic("alice:pa:ss");
+  right.headers["x-sluice-request"] = "1";
+  EXPECT_TRUE(f.auth->Authenticate(right).allowed);
+}
+
 TEST(HttpAuthTest, ClientCredentialsGiveATokenThatLogsIn) {
   Fixture f;
   EXPECT_FALSE(f.users->FindTokenSecret().has_value());

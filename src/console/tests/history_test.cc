@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <thread>
 
@@ -98,6 +99,43 @@ TEST(HistoryTest, AGroupsLagPerPartitionFromTheAskersRead) {
   // Asked again at once: no second point within half a step.
   g = h.Group("g", "User:alice", {{"t", 0, 10, 10, 0}});
   EXPECT_EQ(g.time_ms.size(), 1u);
+  // Another principal has a history of its own: what the broker showed alice (topics bob
+  // may not describe) is not bob's.
+  g = h.Group("g", "User:bob", {{"u", 0, 1, 4, 3}});
+  ASSERT_EQ(g.time_ms.size(), 1u);
+  EXPECT_EQ(g.total_lag, std::vector<double>{3});
+  ASSERT_EQ(g.partitions.size(), 1u);
+  EXPECT_EQ(g.partitions[0].first.first, "u");
+}
+
+// The sampler reads each watched (group, principal) as that principal, until Stop.
+TEST(HistoryTest, TheSamplerReadsEachWatchedGroupAsItsAsker) {
+  std::vector<std::pair<std::string, std::string>> reads;
+  History h({.metrics = nullptr,
+             .pipelines = nullptr,
+             .group_offsets = [&](const std::string& principal,
+                                  const std::string& group) -> Result<std::vector<GroupOffset>> {
+               reads.emplace_back(group, principal);
+               if (group == "gone") return NotFoundError("no group");
+               return std::vector<GroupOffset>{{"t", 0, 5, 9, 4}};
+             }},
+            /*start_thread=*/false);
+  h.Group("g", "User:alice", {});
+  h.Group("gone", "User:bob", {});
+  std::this_thread::sleep_for(History::kStep / 2 + std::chrono::milliseconds(50));
+  h.Sample();
+  std::sort(reads.begin(), reads.end());
+  EXPECT_EQ(reads, (std::vector<std::pair<std::string, std::string>>{{"g", "User:alice"},
+                                                                     {"gone", "User:bob"}}));
+  History::GroupSeries g = h.Group("g", "User:alice", {});
+  ASSERT_EQ(g.time_ms.size(), 2u);
+  EXPECT_TRUE(std::isnan(g.total_lag[0]));  // the first ask read nothing
+  EXPECT_EQ(g.total_lag[1], 4);
+  // A failed read is a gap.
+  History::GroupSeries gone = h.Group("gone", "User:bob", {});
+  ASSERT_EQ(gone.time_ms.size(), 2u);
+  EXPECT_TRUE(std::isnan(gone.total_lag[1]));
+  h.Stop();
 }
 
 }  // namespace

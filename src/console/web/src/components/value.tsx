@@ -27,13 +27,13 @@ export function EncodedValue(props: {
     );
   }
   if (encoding === "json") {
-    const pretty = prettyJson(value);
+    const pretty = prettyJson(String(value));
     const lines = pretty.split("\n");
     if (lines.length <= 1) return <code class="json">{pretty}</code>;
     return (
       <details class="json" open={lines.length <= kFoldLines}>
         <summary aria-label={`${props.label}: JSON, ${lines.length} lines`}>
-          <code>{oneLine(value)}</code>
+          <code>{oneLine(String(value))}</code>
         </summary>
         <pre>{pretty}</pre>
       </details>
@@ -44,22 +44,71 @@ export function EncodedValue(props: {
   return <pre class="text">{String(value)}</pre>;
 }
 
-// JSON comes as its text (exactly as sent); parsed here to be laid out.
-function parsed(value: unknown): unknown {
-  if (typeof value !== "string") return value;
-  try {
-    return JSON.parse(value);
-  } catch {
-    return value;
+// JSON comes as its text (exactly as sent) and is laid out as text, never parsed: a number
+// past 2^53 (an int64 id, a nanosecond time) would come back from JSON.parse rounded.
+// `indent` null: one line. Whitespace between tokens is dropped, strings kept as they are.
+function layoutJson(text: string, indent: number | null): string {
+  let out = "";
+  let depth = 0;
+  let inString = false;
+  let escaped = false;
+  const newline = () => (indent === null ? "" : "\n" + " ".repeat(indent * depth));
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (inString) {
+      out += c;
+      if (escaped) escaped = false;
+      else if (c === "\\") escaped = true;
+      else if (c === '"') inString = false;
+      continue;
+    }
+    switch (c) {
+      case '"':
+        inString = true;
+        out += c;
+        break;
+      case "{":
+      case "[": {
+        let j = i + 1;
+        while (j < text.length && " \t\n\r".includes(text[j])) j++;
+        if (text[j] === (c === "{" ? "}" : "]")) {
+          out += c + text[j]; // empty: on one line
+          i = j;
+        } else {
+          depth++;
+          out += c + newline();
+        }
+        break;
+      }
+      case "}":
+      case "]":
+        depth = Math.max(0, depth - 1);
+        out += newline() + c;
+        break;
+      case ",":
+        out += "," + (indent === null ? " " : newline());
+        break;
+      case ":":
+        out += ": ";
+        break;
+      case " ":
+      case "\t":
+      case "\n":
+      case "\r":
+        break;
+      default:
+        out += c;
+    }
   }
+  return out;
 }
 
-function prettyJson(value: unknown): string {
-  return JSON.stringify(parsed(value), null, 2) ?? String(value);
+function prettyJson(value: string): string {
+  return layoutJson(value, 2);
 }
 
-function oneLine(value: unknown): string {
-  const s = JSON.stringify(parsed(value)) ?? String(value);
+function oneLine(value: string): string {
+  const s = layoutJson(value, null);
   return s.length > 120 ? `${s.slice(0, 119)}…` : s;
 }
 
