@@ -204,6 +204,7 @@ ConsoleApi::ConsoleApi(ConsoleApiOptions options) : options_(std::move(options))
     ASSIGN_OR_RETURN(GroupDetail d, ops->DescribeGroup(group));
     return std::move(d.offsets);
   };
+  sources.on_step = [this] { RefreshDiskUseIfAsked(); };
   history_ = std::make_unique<History>(std::move(sources));
 }
 
@@ -273,11 +274,26 @@ HttpResponse ConsoleApi::Handle(const HttpRequest& req) {
 std::map<std::string, int64_t> ConsoleApi::DiskUse() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (options_.data_dir.empty() ||
-        (disk_at_ != Clock::time_point{} && Clock::now() - disk_at_ < std::chrono::seconds(2))) {
-      return disk_;
+    disk_asked_ = Clock::now();
+    // Measured by the history's sampler every step while asked for (RefreshDiskUse): a
+    // request waits only for the first measure (2,000 partitions' files: tens of ms).
+    if (options_.data_dir.empty() || disk_at_ != Clock::time_point{}) return disk_;
+  }
+  return RefreshDiskUse();
+}
+
+void ConsoleApi::RefreshDiskUseIfAsked() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (options_.data_dir.empty() || disk_asked_ == Clock::time_point{} ||
+        Clock::now() - disk_asked_ > std::chrono::minutes(1)) {
+      return;
     }
   }
+  RefreshDiskUse();
+}
+
+std::map<std::string, int64_t> ConsoleApi::RefreshDiskUse() {
   std::map<std::string, int64_t> out;
   if (DIR* d = opendir(options_.data_dir.c_str()); d != nullptr) {
     while (dirent* e = readdir(d)) {

@@ -147,8 +147,11 @@ class ConsoleApi {
                            const std::string& user);
   HttpResponse SqlSchema(query::QueryServer& server, const std::string& user);
 
-  // Bytes on disk per topic under data_dir (cached for 2 s).
+  // Bytes on disk per topic under data_dir: the last measure, taken by the history's
+  // sampler every step while asked for within a minute (the first one on the request).
   std::map<std::string, int64_t> DiskUse();
+  std::map<std::string, int64_t> RefreshDiskUse();
+  void RefreshDiskUseIfAsked();
 
   ConsoleApiOptions options_;
   std::unique_ptr<History> history_;  // the charts' past (history.h)
@@ -178,9 +181,10 @@ class ConsoleApi {
     int64_t messages = 0;
     double rate = 0;
   };
-  std::map<std::string, TopicSample> topic_samples_;  // guarded by mu_
-  std::chrono::steady_clock::time_point disk_at_{};   // guarded by mu_
-  std::map<std::string, int64_t> disk_;               // guarded by mu_
+  std::map<std::string, TopicSample> topic_samples_;    // guarded by mu_
+  std::chrono::steady_clock::time_point disk_at_{};     // guarded by mu_
+  std::chrono::steady_clock::time_point disk_asked_{};  // guarded by mu_
+  std::map<std::string, int64_t> disk_;                 // guarded by mu_
 };
 
 }  // namespace sluice::console

@@ -116,6 +116,7 @@ void History::Loop() {
     if (wake_.wait_for(lock, kStep, [this] { return stop_; })) break;
     lock.unlock();
     Sample();
+    if (sources_.on_step) sources_.on_step();
     lock.lock();
   }
 }

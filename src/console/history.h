@@ -61,6 +61,8 @@ class History {
     std::function<Result<std::vector<GroupOffset>>(const std::string& principal,
                                                    const std::string& group)>
         group_offsets;
+    // Run at the end of each step, on the sampler's thread (null: nothing).
+    std::function<void()> on_step;
   };
   // `start_thread`: false for tests, which call Sample themselves.
   explicit History(Sources sources, bool start_thread = true);

@@ -1,23 +1,19 @@
 // The page's frame: the navigation, the login, the theme toggle, and the page the path names.
-import { Component, type ComponentChildren } from "preact";
+import { Component, type ComponentChildren, type ComponentType } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { loginState, logOut, onLoginChange, type LoginState } from "./api";
 import { LoginForm } from "./components/login-form";
-import { Link } from "./components/ui";
+import { ErrorBox, Link, Loading } from "./components/ui";
 import { Group } from "./pages/group";
 import { Groups } from "./pages/groups";
 import { Overview } from "./pages/overview";
-import { NewPipeline, Pipeline } from "./pages/pipeline";
 import { Pipelines } from "./pages/pipelines";
-import { Sql } from "./pages/sql";
-import { Start } from "./pages/start";
-import { Table } from "./pages/table";
 import { Tables } from "./pages/tables";
 import { Topic } from "./pages/topic";
 import { Topics } from "./pages/topics";
 import { match, usePath, type Route } from "./router";
 import { setThemeChoice, themeChoice, type ThemeChoice } from "./theme";
-import { useTitle } from "./hooks";
+import { asApiError, useTitle } from "./hooks";
 
 const kNav: { href: string; label: string; pages: Route["page"][] }[] = [
   { href: "/start", label: "Start", pages: ["start"] },
@@ -103,11 +99,47 @@ function useLogin(): LoginState {
   return state;
 }
 
+// The pages with an editor, a grid or a walk-through are chunks of their own, fetched when
+// first opened: the list pages a visit starts on parse less script before their first
+// paint (docs/design/0026-console.md #5).
+const kStart = () => import("./pages/start").then((m) => m.Start);
+const kSql = () => import("./pages/sql").then((m) => m.Sql);
+const kPipeline = () => import("./pages/pipeline").then((m) => m.Pipeline);
+const kNewPipeline = () => import("./pages/pipeline").then((m) => m.NewPipeline);
+const kTable = () => import("./pages/table").then((m) => m.Table);
+
+const loaded = new Map<unknown, ComponentType<never>>();
+
+function Lazy<P extends object>(props: { load: () => Promise<ComponentType<P>>; props: P }) {
+  const [page, setPage] = useState<ComponentType<P> | undefined>(
+    () => loaded.get(props.load) as ComponentType<P> | undefined,
+  );
+  const [error, setError] = useState<unknown>(null);
+  useEffect(() => {
+    if (page) return;
+    let live = true;
+    props.load().then(
+      (p) => {
+        loaded.set(props.load, p as ComponentType<never>);
+        if (live) setPage(() => p);
+      },
+      (e: unknown) => live && setError(e),
+    );
+    return () => {
+      live = false;
+    };
+  }, [props.load]);
+  if (error) return <ErrorBox error={asApiError(error)} />;
+  if (!page) return <Loading when />;
+  const P = page;
+  return <P {...props.props} />;
+}
+
 function Page(props: { route: Route }) {
   const r = props.route;
   switch (r.page) {
     case "start":
-      return <Start />;
+      return <Lazy load={kStart} props={{}} />;
     case "overview":
       return <Overview />;
     case "topics":
@@ -121,15 +153,21 @@ function Page(props: { route: Route }) {
     case "pipelines":
       return <Pipelines />;
     case "new-pipeline":
-      return <NewPipeline />;
+      return <Lazy load={kNewPipeline} props={{}} />;
     case "pipeline":
-      return <Pipeline key={r.name} name={r.name} />;
+      return <Lazy key={r.name} load={kPipeline} props={{ name: r.name }} />;
     case "tables":
       return <Tables />;
     case "table":
-      return <Table key={`${r.namespace}/${r.name}`} namespace={r.namespace} name={r.name} />;
+      return (
+        <Lazy
+          key={`${r.namespace}/${r.name}`}
+          load={kTable}
+          props={{ namespace: r.namespace, name: r.name }}
+        />
+      );
     case "sql":
-      return <Sql />;
+      return <Lazy load={kSql} props={{}} />;
     case "not-found":
       return <NotFound />;
   }

@@ -1,7 +1,8 @@
 // A live line chart (uPlot on a canvas) over time, sized to its container. The page's
 // numbers are also shown as text: the chart is for the shape of the last minutes.
 import { useEffect, useRef } from "preact/hooks";
-import uPlot from "uplot";
+import type uPlot from "uplot";
+import { loadUPlot } from "./uplot-loader";
 import "uplot/dist/uPlot.min.css";
 import { useTheme } from "../theme";
 
@@ -41,48 +42,56 @@ export function Chart(props: {
       grid: { stroke: grid, width: 1 },
       ticks: { stroke: grid, width: 1 },
     });
-    const u = new uPlot(
-      {
-        width: Math.max(el.clientWidth, 200),
-        height,
-        series: [
-          {},
-          ...props.series.map((s) => ({
-            label: s.label,
-            stroke: s.color,
-            width: 2,
-            points: { show: false },
-            value: (_: uPlot, v: number | null) => (v === null ? "–" : format.current(v)),
-          })),
-        ],
-        axes: [
-          axis(),
-          {
-            ...axis(),
-            size: 80,
-            values: (_: uPlot, splits: number[]) => splits.map((v) => format.current(v)),
+    let cancelled = false;
+    let u: uPlot | null = null;
+    let resize: ResizeObserver | null = null;
+    void loadUPlot().then((UPlot) => {
+      if (cancelled) return;
+      const made = new UPlot(
+        {
+          width: Math.max(el.clientWidth, 200),
+          height,
+          series: [
+            {},
+            ...props.series.map((s) => ({
+              label: s.label,
+              stroke: s.color,
+              width: 2,
+              points: { show: false },
+              value: (_: uPlot, v: number | null) => (v === null ? "–" : format.current(v)),
+            })),
+          ],
+          axes: [
+            axis(),
+            {
+              ...axis(),
+              size: 80,
+              values: (_: uPlot, splits: number[]) => splits.map((v) => format.current(v)),
+            },
+          ],
+          scales: {
+            // At least the last minute: with one or two samples uPlot would spread them
+            // over years of axis.
+            x: { time: true, range: (_u, min, max) => [Math.min(min, max - 60), max] },
+            y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] },
           },
-        ],
-        scales: {
-          // At least the last minute: with one or two samples uPlot would spread them
-          // over years of axis.
-          x: { time: true, range: (_u, min, max) => [Math.min(min, max - 60), max] },
-          y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] },
+          legend: { live: true },
+          cursor: { drag: { x: false, y: false } },
         },
-        legend: { live: true },
-        cursor: { drag: { x: false, y: false } },
-      },
-      data.current as uPlot.AlignedData,
-      el,
-    );
-    plot.current = u;
-    const resize = new ResizeObserver(() => {
-      u.setSize({ width: Math.max(el.clientWidth, 200), height });
+        data.current as uPlot.AlignedData,
+        el,
+      );
+      u = made;
+      plot.current = made;
+      resize = new ResizeObserver(() => {
+        made.setSize({ width: Math.max(el.clientWidth, 200), height });
+      });
+      resize.observe(el);
     });
-    resize.observe(el);
     return () => {
-      resize.disconnect();
-      u.destroy();
+      cancelled = true;
+      resize?.disconnect();
+      u?.destroy();
       plot.current = null;
     };
   }, [theme, seriesKey, height]);

@@ -3,7 +3,8 @@
 // number. x reads as numbers, as times (a date or timestamp column), or else as labels
 // spaced evenly in the rows' order.
 import { useEffect, useMemo, useRef } from "preact/hooks";
-import uPlot from "uplot";
+import type uPlot from "uplot";
+import { loadUPlot } from "./uplot-loader";
 import "uplot/dist/uPlot.min.css";
 import { useTheme } from "../theme";
 import type { SqlColumn, SqlValue } from "../types";
@@ -72,71 +73,79 @@ export function ResultChart(props: {
       grid: { stroke: grid, width: 1 },
       ticks: { stroke: grid, width: 1 },
     });
-    const bars = kind === "bar" ? uPlot.paths.bars?.({ size: [0.8, 64] }) : undefined;
     const label = (v: number) => current.current?.labels[Math.round(v)] ?? "";
     const xName = plan.x === null ? "row" : columns[plan.x].name;
-    const u = new uPlot(
-      {
-        width: Math.max(el.clientWidth, 200),
-        height: kHeightPx,
-        series: [
-          {
-            label: xName,
-            value:
-              b.mode === "label"
-                ? (_u: uPlot, v: number | null) => (v === null ? "–" : label(v))
-                : undefined,
-          },
-          ...plan.ys.map((y, i) => {
-            const color = kColors[i % kColors.length];
-            return {
-              label: columns[y].name,
-              stroke: color,
-              width: kind === "bar" ? 1 : 2,
-              fill: kind === "bar" ? `${color}99` : undefined,
-              paths: bars,
-              points: { show: false },
-            };
-          }),
-        ],
-        axes: [
-          b.mode === "label"
-            ? {
-                ...axis(),
-                values: (_u: uPlot, splits: number[]) =>
-                  splits.map((v) => (Number.isInteger(v) ? label(v) : "")),
-              }
-            : axis(),
-          { ...axis(), size: 70 },
-        ],
-        scales: {
-          x: {
-            time: b.mode === "time",
-            range: (_u, min, max) => {
-              const pad = kind === "bar" ? (current.current?.halfStep ?? 0.5) : 0;
-              return min === max ? [min - 1, max + 1] : [min - pad, max + pad];
+    let cancelled = false;
+    let u: uPlot | null = null;
+    let resize: ResizeObserver | null = null;
+    void loadUPlot().then((UPlot) => {
+      if (cancelled) return;
+      const bars = kind === "bar" ? UPlot.paths.bars?.({ size: [0.8, 64] }) : undefined;
+      const made = new UPlot(
+        {
+          width: Math.max(el.clientWidth, 200),
+          height: kHeightPx,
+          series: [
+            {
+              label: xName,
+              value:
+                b.mode === "label"
+                  ? (_u: uPlot, v: number | null) => (v === null ? "–" : label(v))
+                  : undefined,
             },
+            ...plan.ys.map((y, i) => {
+              const color = kColors[i % kColors.length];
+              return {
+                label: columns[y].name,
+                stroke: color,
+                width: kind === "bar" ? 1 : 2,
+                fill: kind === "bar" ? `${color}99` : undefined,
+                paths: bars,
+                points: { show: false },
+              };
+            }),
+          ],
+          axes: [
+            b.mode === "label"
+              ? {
+                  ...axis(),
+                  values: (_u: uPlot, splits: number[]) =>
+                    splits.map((v) => (Number.isInteger(v) ? label(v) : "")),
+                }
+              : axis(),
+            { ...axis(), size: 70 },
+          ],
+          scales: {
+            x: {
+              time: b.mode === "time",
+              range: (_u, min, max) => {
+                const pad = kind === "bar" ? (current.current?.halfStep ?? 0.5) : 0;
+                return min === max ? [min - 1, max + 1] : [min - pad, max + pad];
+              },
+            },
+            // Bars grow from zero.
+            y:
+              kind === "bar"
+                ? { range: (_u, min, max) => [Math.min(0, min), max > 0 ? max * 1.05 : 1] }
+                : {},
           },
-          // Bars grow from zero.
-          y:
-            kind === "bar"
-              ? { range: (_u, min, max) => [Math.min(0, min), max > 0 ? max * 1.05 : 1] }
-              : {},
+          legend: { live: true },
+          cursor: { drag: { x: true, y: false } },
         },
-        legend: { live: true },
-        cursor: { drag: { x: true, y: false } },
-      },
-      b.data,
-      el,
-    );
-    plot.current = u;
-    const resize = new ResizeObserver(() => {
-      u.setSize({ width: Math.max(el.clientWidth, 200), height: kHeightPx });
+        b.data,
+        el,
+      );
+      u = made;
+      plot.current = made;
+      resize = new ResizeObserver(() => {
+        made.setSize({ width: Math.max(el.clientWidth, 200), height: kHeightPx });
+      });
+      resize.observe(el);
     });
-    resize.observe(el);
     return () => {
-      resize.disconnect();
-      u.destroy();
+      cancelled = true;
+      resize?.disconnect();
+      u?.destroy();
       plot.current = null;
     };
   }, [theme, kind, mode, seriesKey, columns]);
