@@ -32,6 +32,8 @@ using Values = std::vector<std::optional<std::string_view>>;
 
 constexpr int64_t kDefaultMaxRows = 100'000;
 constexpr int64_t kMaxRows = 1'000'000;
+// A download's CSV at most (it is written to a temporary file before it is sent).
+constexpr int64_t kMaxDownloadBytes = int64_t{1} << 30;
 // A rows line holds at most this many rows, or what arrived in this long.
 constexpr size_t kBatchRows = 1000;
 constexpr auto kBatchEvery = std::chrono::milliseconds(100);
@@ -47,10 +49,11 @@ struct SqlBody {
   std::string sql;
   int64_t max_rows = kDefaultMaxRows;
   std::string format;
+  std::string query_id;  // a download's, chosen by the page to cancel it by ("": none)
 };
 
 Result<SqlBody> ReadSqlBody(const HttpRequest& req, bool download) {
-  ASSIGN_OR_RETURN(Json body, download ? ParseBody(req, {"sql", "max_rows", "format"})
+  ASSIGN_OR_RETURN(Json body, download ? ParseBody(req, {"sql", "max_rows", "format", "query_id"})
                                        : ParseBody(req, {"sql", "max_rows"}));
   SqlBody out;
   ASSIGN_OR_RETURN(std::optional<std::string> sql, OptionalString(body, "sql"));
@@ -71,6 +74,15 @@ Result<SqlBody> ReadSqlBody(const HttpRequest& req, bool download) {
     out.format = format.value_or("csv");
     if (out.format != "csv" && out.format != "parquet") {
       return InvalidArgumentError("format: csv or parquet");
+    }
+    ASSIGN_OR_RETURN(std::optional<std::string> id, OptionalString(body, "query_id"));
+    out.query_id = id.value_or("");
+    if (id.has_value() &&
+        (id->size() < 8 || id->size() > 64 ||
+         id->find_first_not_of(
+             "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_-") !=
+             std::string::npos)) {
+      return InvalidArgumentError("query_id: 8 to 64 of A-Z a-z 0-9 _ -");
     }
   }
   return out;
@@ -160,7 +172,8 @@ struct CsvFile {
   std::FILE* file = nullptr;
   std::vector<LocalColumn> columns;
   int64_t rows = 0;
-  bool truncated = false;
+  int64_t bytes = 0;
+  std::string cut;      // "max_rows" or "bytes" when the result was cut there; "": whole
   bool failed = false;  // a write failed (the disk is full)
   std::string line;
 
@@ -174,7 +187,8 @@ struct CsvFile {
     failed = file == nullptr;
     columns = cols;
     rows = 0;
-    truncated = false;
+    bytes = 0;
+    cut.clear();
     Values names;
     for (const LocalColumn& c : columns) names.emplace_back(c.name);
     line.clear();
@@ -191,6 +205,7 @@ struct CsvFile {
     if (file != nullptr && std::fwrite(line.data(), 1, line.size(), file) != line.size()) {
       failed = true;
     }
+    bytes += static_cast<int64_t>(line.size());
   }
   bool Close() {
     if (file == nullptr) return !failed;
@@ -238,10 +253,12 @@ Status CsvToParquet(const CsvFile& csv, const std::string& dir, const std::strin
 }
 
 // A file's bytes, streamed in pieces, then the file's directory removed.
+// `cut`: where the result was cut ("max_rows", "bytes"), said in X-Sluice-Truncated.
 HttpResponse FileResponse(std::shared_ptr<TempDir> dir, const std::string& path,
-                          std::string content_type, std::string filename) {
+                          std::string content_type, std::string filename, const std::string& cut) {
   HttpResponse r;
   r.content_type = std::move(content_type);
+  if (!cut.empty()) r.headers.emplace_back("X-Sluice-Truncated", cut);
   r.headers.emplace_back("Content-Disposition",
                          fmt::format("attachment; filename=\"{}\"", filename));
   r.headers.emplace_back("Cache-Control", "no-store");
@@ -469,9 +486,30 @@ HttpResponse ConsoleApi::DownloadSql(const HttpRequest& req, query::QueryServer&
     std::atomic<int>& n;
     ~Counted() { n.fetch_sub(1); }
   } counted{queries_};
-  Result<std::unique_ptr<LocalSession>> session =
+  Result<std::unique_ptr<LocalSession>> opened =
       LocalSession::Open(server, user, "", "sluice console");
-  if (!session.ok()) return SessionUnavailable(session.status());
+  if (!opened.ok()) return SessionUnavailable(opened.status());
+  std::shared_ptr<LocalSession> session(std::move(*opened));
+  // With the page's id, DELETE /sql/{id} cancels it as it does a stream (while the query
+  // runs: once it is sent, the page's abort ends it).
+  struct Registered {
+    ConsoleApi* api;
+    std::string id;
+    ~Registered() {
+      if (id.empty()) return;
+      std::lock_guard<std::mutex> lock(api->mu_);
+      api->running_.erase(id);
+    }
+  } registered{this, ""};
+  if (!body->query_id.empty()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (running_.count(body->query_id) > 0) {
+      return ErrorResponse(409, "QUERY_ID_IN_USE",
+                           fmt::format("a query {} runs already", body->query_id));
+    }
+    running_[body->query_id] = RunningQuery{req.principal, session};
+    registered.id = body->query_id;
+  }
   auto dir = std::make_shared<TempDir>();
   if (dir->path.empty())
     return ErrorResponse(500, "IO_ERROR", "no temporary directory for the file");
@@ -480,14 +518,14 @@ HttpResponse ConsoleApi::DownloadSql(const HttpRequest& req, query::QueryServer&
   LocalHandler h;
   h.on_columns = [&](const std::vector<LocalColumn>& columns) { csv.Start(columns); };
   h.on_row = [&](const Values& values) {
-    if (csv.rows >= body->max_rows) {
-      csv.truncated = true;
+    if (csv.rows >= body->max_rows || csv.bytes >= kMaxDownloadBytes) {
+      csv.cut = csv.rows >= body->max_rows ? "max_rows" : "bytes";
       return false;
     }
     csv.Row(values);
     return !csv.failed;
   };
-  Result<LocalOutcome> outcome = (*session)->Run(body->sql, h);
+  Result<LocalOutcome> outcome = session->Run(body->sql, h);
   if (!outcome.ok()) return SessionUnavailable(outcome.status());
   if (!outcome->ok && !outcome->stopped) {
     Json e = SqlErrorJson(*outcome);
@@ -497,14 +535,14 @@ HttpResponse ConsoleApi::DownloadSql(const HttpRequest& req, query::QueryServer&
   if (!csv.Close()) return ErrorResponse(500, "IO_ERROR", "writing the result's file failed");
   if (csv.columns.empty()) return BadRequest("the query returned no rows to download");
   if (body->format == "csv") {
-    return FileResponse(dir, csv.path, "text/csv; charset=utf-8", "result.csv");
+    return FileResponse(dir, csv.path, "text/csv; charset=utf-8", "result.csv", csv.cut);
   }
   const std::string parquet = dir->path + "/result.parquet";
   if (Status st = CsvToParquet(csv, dir->path, parquet); !st.ok()) {
     return ErrorResponse(500, "PARQUET_FAILED",
                          fmt::format("writing the result as Parquet: {}", st.message()));
   }
-  return FileResponse(dir, parquet, "application/vnd.apache.parquet", "result.parquet");
+  return FileResponse(dir, parquet, "application/vnd.apache.parquet", "result.parquet", csv.cut);
 }
 
 HttpResponse ConsoleApi::SqlSchema(query::QueryServer& server, const std::string& user) {

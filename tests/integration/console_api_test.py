@@ -867,6 +867,30 @@ def lake_and_sql(broker, folder, warehouse):
            400, "SQL_ERROR")
     expect(call(base, "POST", "/api/v1/sql/download", {"sql": "SELECT 1", "format": "xlsx"}), 400,
            "INVALID_REQUEST")
+    # A file cut at max_rows says so; a download with the page's id is cancelled by it.
+    req = urllib.request.Request(base + "/api/v1/sql/download", method="POST",
+                                 data=json.dumps({"sql": "SELECT * FROM range(10)", "format": "csv",
+                                                  "max_rows": 3}).encode(),
+                                 headers={"Content-Type": "application/json", "X-Sluice-Request": "1"})
+    with urllib.request.urlopen(req, timeout=60) as r:
+        cut = r.read().decode().splitlines()
+        check(r.headers["X-Sluice-Truncated"] == "max_rows" and cut == ["range", "0", "1", "2"],
+              f"a cut download: {r.headers} {cut}")
+    expect(call(base, "POST", "/api/v1/sql/download",
+                {"sql": "SELECT 1", "format": "csv", "query_id": "no/slashes"}), 400, "INVALID_REQUEST")
+    done = {}
+
+    def long_download():
+        done["answer"] = call(base, "POST", "/api/v1/sql/download",
+                              {"sql": "SELECT count(*) FROM range(1000000000) a, range(1000) b",
+                               "format": "csv", "query_id": "download-test-1"})
+    t = threading.Thread(target=long_download)
+    t.start()
+    wait_until(lambda: call(base, "DELETE", "/api/v1/sql/download-test-1")[0] == 204, 30,
+               "the download's query cancelled by its id")
+    t.join(60)
+    check(not t.is_alive() and done["answer"][0] == 400
+          and done["answer"][1]["error"]["sqlstate"] == "57014", f"the cancelled download: {done}")
 
     # Bad input.
     expect(call(base, "POST", "/api/v1/sql", {}), 400, "INVALID_REQUEST", "no sql")

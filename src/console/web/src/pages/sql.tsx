@@ -317,31 +317,64 @@ function Result(props: { result: ResultSet; count: number }) {
 }
 
 // CSV and Parquet of the editor's query: POST /api/v1/sql/download runs it again and
-// answers a file, saved through a link to it.
+// answers a file, saved through a link to it. Cancel stops its query by the id the page
+// gave it; a file cut at max_rows or at the server's 1 GiB says so.
 function Downloads(props: { sql: () => string; limit: () => number | null | undefined }) {
   const action = useAction();
   const [format, setFormat] = useState<"csv" | "parquet" | null>(null);
+  const [cut, setCut] = useState<string | null>(null);
+  const running = useRef<{ id: string; abort: AbortController } | null>(null);
   const download = async (f: "csv" | "parquet") => {
     const n = props.limit();
     if (n === undefined) return;
     setFormat(f);
-    const body: { sql: string; format: string; max_rows?: number } = {
+    setCut(null);
+    const id = `download-${crypto.randomUUID()}`;
+    const abort = new AbortController();
+    running.current = { id, abort };
+    const body: { sql: string; format: string; max_rows?: number; query_id: string } = {
       sql: props.sql(),
       format: f,
+      query_id: id,
     };
     if (n !== null) body.max_rows = n;
     await action.run(async () => {
-      const res = await send("POST", paths.sqlDownload, body, { accept: "*/*" });
-      const url = URL.createObjectURL(await res.blob());
-      const a = document.createElement("a");
-      a.href = url;
-      a.download = `result.${f}`;
-      document.body.append(a);
-      a.click();
-      a.remove();
-      // Not at once: the browser reads the file after the click returns.
-      window.setTimeout(() => URL.revokeObjectURL(url), 60_000);
+      try {
+        const res = await send("POST", paths.sqlDownload, body, {
+          accept: "*/*",
+          signal: abort.signal,
+        });
+        const truncated = res.headers.get("X-Sluice-Truncated");
+        const url = URL.createObjectURL(await res.blob());
+        const a = document.createElement("a");
+        a.href = url;
+        a.download = `result.${f}`;
+        document.body.append(a);
+        a.click();
+        a.remove();
+        // Not at once: the browser reads the file after the click returns.
+        window.setTimeout(() => URL.revokeObjectURL(url), 60_000);
+        setCut(
+          truncated === "bytes"
+            ? "The file was cut at 1 GiB of CSV: narrow the query for the rest."
+            : truncated === "max_rows"
+              ? `The file holds the first ${fmt.count(n ?? 100_000)} rows (the row limit).`
+              : null,
+        );
+      } catch (e) {
+        if (abort.signal.aborted) return; // cancelled: nothing to report
+        throw e;
+      } finally {
+        running.current = null;
+      }
     });
+  };
+  const cancel = () => {
+    const r = running.current;
+    if (!r) return;
+    // The query first (it may still run), then the request.
+    void request("DELETE", paths.sqlQuery(r.id)).catch(() => undefined);
+    r.abort.abort();
   };
   // A SQL_ERROR carries the SQLSTATE beside its message.
   const body = action.error?.body as { error?: { sqlstate?: unknown } } | undefined;
@@ -359,6 +392,16 @@ function Downloads(props: { sql: () => string; limit: () => number | null | unde
           {action.busy && format === "parquet" ? "Parquet…" : "Parquet"}
         </button>
       </div>
+      {action.busy && (
+        <button type="button" class="small" onClick={cancel}>
+          Cancel download
+        </button>
+      )}
+      {cut && !action.busy && (
+        <span class="muted" role="status">
+          {cut}
+        </span>
+      )}
       {action.error && (
         <div class="download-error">
           <ErrorBox error={action.error}>
