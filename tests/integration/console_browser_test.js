@@ -10,8 +10,11 @@
 // from the overview to rows of a lake table (a topic made, samples sent, the pipeline's SQL
 // changed with its preview following, the pipeline started into an Iceberg table that
 // grows, the table queried) in at most 15 user actions; the tables page lists the
-// warehouse's tables; light and dark. Screenshots of every page go to SCREENSHOT_DIR (the
-// README's images are copied from a run).
+// warehouse's tables; a pipeline's activity, stopped and kept from its page; a table's
+// compaction previewed and run; light and dark; a port with logins (the page's login form,
+// each user shown what they may see); every page at 1,000 topics and 100 pipeline files of
+// which 10 run. Screenshots of every page go to SCREENSHOT_DIR (the README's images are
+// copied from a run).
 //
 // usage: node console_browser_test.js path/to/sluice SCREENSHOT_DIR
 'use strict'
@@ -42,12 +45,14 @@ async function until (what, fn, timeoutMs = 30000) {
 }
 
 // `sluice serve` on free loopback ports; resolves with its console URL once it listens.
-function startSluice (dir, extraConfig = '') {
+function startSluice (dir, extraConfig = '', { reuse = false } = {}) {
   fs.mkdirSync(dir, { recursive: true })
   const config = path.join(dir, 'sluice.yaml')
   fs.writeFileSync(config, 'groups:\n  initial_rebalance_delay: 0\n' + extraConfig)
-  fs.mkdirSync(path.join(dir, 'pipelines'))
-  fs.mkdirSync(path.join(dir, 'lake'))
+  if (!reuse) {
+    fs.mkdirSync(path.join(dir, 'pipelines'))
+    fs.mkdirSync(path.join(dir, 'lake'))
+  }
   // The query server is on (the SQL page runs its queries there) and the warehouse an
   // empty folder (the tables page lists its tables).
   const proc = spawn(sluice, ['serve', '--config', config, '--data-dir', path.join(dir, 'data'),
@@ -138,6 +143,82 @@ async function logins (browser, dir) {
     await until("admin's topics", async () => (await text()).includes('payroll'))
     await page.close()
     console.log('logins: asked, a wrong password refused, each user shown what they may see')
+  } finally {
+    s.proc.kill('SIGTERM')
+    await new Promise(resolve => s.proc.exitCode !== null ? resolve() : s.proc.on('exit', resolve))
+  }
+}
+
+// Every page at the issue's scale: 1,000 topics and 100 pipeline files of which 10 run (the
+// others stopped: *.yaml.stopped). Each page shows its heading and data, no script error;
+// timings are `sluice bench console`'s, not asserted here.
+async function atScale (browser, dir, problems) {
+  // 90 stopped files, there before sluice starts (it reads the folder then; a stopped one
+  // is never started, so its broker address does not matter); 10 started from the API.
+  const yaml = (name, topic, kafka) => `pipeline:
+  name: ${name}
+  batch_size: 1000
+  flush_interval_seconds: 1
+  source:
+    type: kafka
+    kafka:
+      brokers: [${kafka}]
+      group_id: ${name}
+      auto_offset_reset: earliest
+      topics: [${topic}]
+  handler:
+    type: handlers.InferredMemBatch
+    sql: SELECT count(*) AS n FROM batch
+  sink:
+    type: noop
+  duckdb: {memory_limit: 64MiB}
+`
+  const topic = i => `scale-topic-${String(i).padStart(4, '0')}`
+  const pipeline = i => `scale-${String(i).padStart(3, '0')}`
+  fs.mkdirSync(path.join(dir, 'pipelines'), { recursive: true })
+  fs.mkdirSync(path.join(dir, 'lake'), { recursive: true })
+  for (let i = 10; i < 100; i++) {
+    fs.writeFileSync(path.join(dir, 'pipelines', `${pipeline(i)}.yaml.stopped`), yaml(pipeline(i), topic(i), '127.0.0.1:9'))
+  }
+  const s = startSluice(dir, '', { reuse: true })
+  try {
+    const base = await s.ready
+    for (let i = 0; i < 1000; i += 50) {
+      const made = await Promise.all(Array.from({ length: 50 }, (_, j) =>
+        api(base, 'POST', '/api/v1/topics', { name: topic(i + j), partitions: 2 })))
+      for (const r of made) assert.strictEqual(r.status, 201, JSON.stringify(r.body))
+    }
+    for (let i = 0; i < 10; i++) {
+      const r = await api(base, 'PUT', `/api/v1/pipelines/${pipeline(i)}`, { yaml: yaml(pipeline(i), topic(i), s.kafka()) })
+      assert.strictEqual(r.status, 201, JSON.stringify(r.body))
+    }
+    const listed = (await api(base, 'GET', '/api/v1/pipelines')).body.pipelines
+    assert.strictEqual(listed.length, 100, `pipelines listed: ${listed.length}`)
+    assert.strictEqual(listed.filter(p => p.state === 'running').length, 10)
+    assert.strictEqual(listed.filter(p => p.state === 'stopped').length, 90)
+    const base2 = base
+
+    const page = await browser.newPage()
+    await page.setViewport({ width: 1280, height: 860 })
+    page.on('pageerror', e => problems.push(`page error at scale: ${e.message}`))
+    for (const p of ['/', '/topics', `/topics/${topic(0)}`, '/groups', '/pipelines', '/pipelines/scale-000',
+      '/pipelines/scale-050', '/tables', '/sql', '/start']) {
+      await page.goto(base2 + p, { waitUntil: 'domcontentloaded' })
+      await until(`${p} with its data at 1,000 topics`, async () => page.evaluate(() => {
+        const main = document.querySelector('main') || document.body
+        return main.querySelector('h1') !== null && !main.innerText.includes('loading…')
+      }), 60000)
+      if (p === '/topics') {
+        await until('200 of 1,000 topics drawn', async () => (await page.evaluate(() => document.body.innerText)).includes('200 of 1,000 shown'))
+        await page.screenshot({ path: path.join(shots, 'topics-1000.png'), fullPage: false })
+      }
+      if (p === '/pipelines') {
+        await until('100 pipelines listed', async () => (await page.$$('main tbody tr')).length >= 100)
+        await page.screenshot({ path: path.join(shots, 'pipelines-100.png'), fullPage: false })
+      }
+    }
+    await page.close()
+    console.log('at scale: every page with 1,000 topics and 100 pipeline files (10 running)')
   } finally {
     s.proc.kill('SIGTERM')
     await new Promise(resolve => s.proc.exitCode !== null ? resolve() : s.proc.on('exit', resolve))
@@ -460,6 +541,8 @@ async function main () {
 
     assert.deepStrictEqual(problems, [], `no script errors or failed requests: ${problems.join('; ')}`)
     await logins(browser, path.join(dir, 'secured'))
+    await atScale(browser, path.join(dir, 'scale'), problems)
+    assert.deepStrictEqual(problems, [], `no script errors at scale: ${problems.join('; ')}`)
     await browser.close()
     browser = null
     s.proc.kill('SIGTERM')
