@@ -226,6 +226,14 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& given,
   {
     ASSIGN_OR_RETURN(std::string data_dir, config.GetString("data_dir", "./sluice-data"));
     ASSIGN_OR_RETURN(std::string http, config.GetString("http.addr", kDefaultHttpAddr));
+    // Absolute: the warehouse is also a directory the query server's DuckDB may read, and
+    // a location in the tables' metadata.
+    if (!data_dir.empty()) {
+      std::error_code abs_ec;
+      const std::filesystem::path absolute = std::filesystem::absolute(data_dir, abs_ec);
+      if (!abs_ec) data_dir = absolute.lexically_normal().string();
+      while (data_dir.size() > 1 && data_dir.back() == '/') data_dir.pop_back();
+    }
     ASSIGN_OR_RETURN(std::string warehouse, config.GetString("warehouse", ""));
     std::error_code ec;
     // (An empty data_dir is refused below, by the broker's settings.)
