@@ -22,6 +22,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -177,6 +178,8 @@ class InProcessSource final : public Source {
   size_t ahead_taken_chunks_ = 0;  // chunks of ahead_ fully in batches (released at BatchDone)
   kafka::local::BatchDecoder decoder_;
   std::vector<kafka::client::Message> pending_;
+  // How long NextBatch sleeps after a fetch that found nothing (in_process_source.cc).
+  std::chrono::milliseconds idle_wait_{1};
   // The revocation reported and not yet acknowledged: the partitions given up (cooperative)
   // or none (every one).
   std::optional<std::set<Key>> revoking_;
