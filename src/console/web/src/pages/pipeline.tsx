@@ -97,7 +97,10 @@ export function Pipeline(props: { name: string }) {
   const hasData = p !== undefined;
   useEffect(() => {
     if (!hasData || gone) return;
-    const timer = window.setInterval(info.reload, kPollMs);
+    // Not in a hidden tab (nobody reads it; a login form over the page would be refused).
+    const timer = window.setInterval(() => {
+      if (!document.hidden) info.reload();
+    }, kPollMs);
     return () => window.clearInterval(timer);
   }, [hasData, gone, info.reload]);
 
