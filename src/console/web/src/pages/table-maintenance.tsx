@@ -47,6 +47,39 @@ function NeedsSuperUser(props: { error: ApiError | undefined }) {
   );
 }
 
+// One maintenance action's lifecycle, shared by both forms: a preview (dry_run) of a
+// request, kept with what it showed; Run sends that same request after asking; a change of
+// a field drops both the preview and the last result.
+function usePreviewThenRun<Req extends object, Shown, Done>(props: Target) {
+  const [preview, setPreview] = useState<(Shown & { req: Req }) | null>(null);
+  const [done, setDone] = useState<Done | null>(null);
+  const action = useAction();
+  const url = paths.tableMaintenance(props.namespace, props.name);
+  const changed = () => {
+    setPreview(null);
+    setDone(null);
+  };
+  // `make` checks the fields and gives the request, and what the preview adds to its answer.
+  const previewIt = async (make: () => Promise<Shown & { req: Req }>) => {
+    setDone(null);
+    const r = await action.run(make);
+    setPreview(r.ok ? r.value : null);
+  };
+  const ask = (req: Req) => request<unknown>("POST", url, { ...req, dry_run: true });
+  const run = async (question: string) => {
+    if (!preview || !window.confirm(question)) return;
+    const r = await action.run(() =>
+      request<Done>("POST", url, { ...preview.req, dry_run: false }),
+    );
+    if (r.ok) {
+      setPreview(null);
+      setDone(r.value);
+      props.onChanged();
+    }
+  };
+  return { preview, setPreview, done, action, changed, previewIt, ask, run };
+}
+
 interface CompactRequest {
   action: "compact";
   target_file_size_bytes: number;
@@ -63,22 +96,15 @@ function compaction(r: CompactResult): string {
 
 function Compact(props: Target) {
   const [size, setSize] = useState("128");
-  const [preview, setPreview] = useState<{ req: CompactRequest; result: CompactResult } | null>(
-    null,
-  );
-  const [done, setDone] = useState<CompactResult | null>(null);
-  const action = useAction();
+  const m = usePreviewThenRun<CompactRequest, { result: CompactResult }, CompactResult>(props);
+  const { preview, setPreview, done, action } = m;
   const changed = (v: string) => {
     setSize(v);
-    setPreview(null);
-    setDone(null);
+    m.changed();
   };
-  const url = paths.tableMaintenance(props.namespace, props.name);
-
-  const previewIt = async (e: Event) => {
+  const previewIt = (e: Event) => {
     e.preventDefault();
-    setDone(null);
-    const r = await action.run(async () => {
+    void m.previewIt(async () => {
       const mib = Number(size);
       if (size.trim() === "" || !Number.isFinite(mib) || mib < 1) {
         throw new ApiError(0, "INVALID_REQUEST", "target file size: at least 1 MiB");
@@ -87,27 +113,15 @@ function Compact(props: Target) {
         action: "compact",
         target_file_size_bytes: Math.round(mib * kMiB),
       };
-      const result = await request<CompactResult>("POST", url, { ...req, dry_run: true });
-      return { req, result };
+      return { req, result: (await m.ask(req)) as CompactResult };
     });
-    setPreview(r.ok ? r.value : null);
   };
-  const run = async () => {
+  const run = () => {
     if (!preview) return;
-    const p = preview.result;
-    const ok = window.confirm(
-      `Compact ${props.sqlName}? It rewrites ${compaction(p)} and commits them as a new ` +
-        "snapshot; the table's rows stay the same.",
+    void m.run(
+      `Compact ${props.sqlName}? It rewrites ${compaction(preview.result)} and commits them as ` +
+        "a new snapshot; the table's rows stay the same.",
     );
-    if (!ok) return;
-    const r = await action.run(() =>
-      request<CompactResult>("POST", url, { ...preview.req, dry_run: false }),
-    );
-    if (r.ok) {
-      setPreview(null);
-      setDone(r.value);
-      props.onChanged();
-    }
   };
 
   const nothing = preview !== null && preview.result.files_rewritten === 0;
@@ -175,49 +189,34 @@ interface ExpireRequest {
 function Expire(props: Target) {
   const [amount, setAmount] = useState("7");
   const [unit, setUnit] = useState<Unit>("days");
-  const [preview, setPreview] = useState<
-    { req: ExpireRequest; result: ExpirePreview; age: string } | null
-  >(null);
-  const [done, setDone] = useState<ExpireResult | null>(null);
-  const action = useAction();
+  const m = usePreviewThenRun<ExpireRequest, { result: ExpirePreview; age: string }, ExpireResult>(
+    props,
+  );
+  const { preview, setPreview, done, action } = m;
   const changed = <T,>(set: (v: T) => void) => (v: T) => {
     set(v);
-    setPreview(null);
-    setDone(null);
+    m.changed();
   };
-  const url = paths.tableMaintenance(props.namespace, props.name);
-
-  const previewIt = async (e: Event) => {
+  const previewIt = (e: Event) => {
     e.preventDefault();
-    setDone(null);
-    const r = await action.run(async () => {
+    void m.previewIt(async () => {
       const n = Number(amount);
       if (amount.trim() === "" || !Number.isFinite(n) || n < 0) {
         throw new ApiError(0, "INVALID_REQUEST", "older than: a number of days or hours, ≥ 0");
       }
       const req: ExpireRequest = { action: "expire", older_than_ms: Math.round(n * kUnitMs[unit]) };
-      const result = await request<ExpirePreview>("POST", url, { ...req, dry_run: true });
+      const result = (await m.ask(req)) as ExpirePreview;
       return { req, result, age: plural(n, unit.slice(0, -1), unit) };
     });
-    setPreview(r.ok ? r.value : null);
   };
-  const run = async () => {
+  const run = () => {
     if (!preview) return;
     const p = preview.result;
-    const ok = window.confirm(
+    void m.run(
       `Expire the snapshots of ${props.sqlName} older than ${preview.age}? This deletes ` +
         `${plural(p.snapshots.length, "snapshot")} and ${plural(p.files, "file")} for good ` +
         "(and leftovers of failed commits); queries can no longer read the table as of them.",
     );
-    if (!ok) return;
-    const r = await action.run(() =>
-      request<ExpireResult>("POST", url, { ...preview.req, dry_run: false }),
-    );
-    if (r.ok) {
-      setPreview(null);
-      setDone(r.value);
-      props.onChanged();
-    }
   };
 
   const p = preview?.result;
