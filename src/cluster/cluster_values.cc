@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "base/json_depth.h"
+
 namespace sluice::cluster {
 namespace {
 
@@ -30,25 +32,8 @@ Result<Json> ParseObject(std::string_view text, std::string_view what) {
     return InvalidArgumentError("{}: {} bytes, more than the {} a value may have", what,
                                 text.size(), kMaxValueBytes);
   }
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > kMaxDepth) {
-        return InvalidArgumentError("{}: nested deeper than {} levels", what, kMaxDepth);
-      }
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
+  if (JsonTooDeep(text, kMaxDepth) != std::string_view::npos) {
+    return InvalidArgumentError("{}: nested deeper than {} levels", what, kMaxDepth);
   }
   Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return InvalidArgumentError("{}: not JSON", what);

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "base/base64.h"
+#include "base/json_depth.h"
 #include "base/utf8.h"
 #include "schema/avro/avro_format.h"
 #include "schema/avro/avro_types.h"
@@ -988,31 +989,11 @@ class ProtoWalk : public Walk {
 
 // ---- JSON Schema ----
 
-// Where `body` nests deeper than kMaxJsonDepth (arrays and objects outside strings), or
-// npos. nlohmann's SAX parser is iterative and the copy keeps no tree, so depth costs
-// nothing here; the limit is the other formats', so that what reads the JSON next (a page
-// rendering it recursively) never gets deeper values from this function.
-size_t TooDeep(std::string_view body) {
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < body.size(); ++i) {
-    const char c = body[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > kMaxJsonDepth) return i;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return std::string_view::npos;
-}
+// Where `body` nests deeper than kMaxJsonDepth, or npos. nlohmann's SAX parser is
+// iterative and the copy keeps no tree, so depth costs nothing here; the limit is the other
+// formats', so that what reads the JSON next (a page rendering it recursively) never gets
+// deeper values from this function.
+size_t TooDeep(std::string_view body) { return JsonTooDeep(body, kMaxJsonDepth); }
 
 // A SAX handler writing the parsed value back as compact JSON (numbers as written, keys in
 // their order, repeated keys kept as sent).

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
+#include "base/json_depth.h"
+
 namespace sluice {
 namespace {
 
@@ -27,6 +31,22 @@ TEST(StringsTest, TrimRemovesAsciiWhitespaceAtTheEnds) {
   EXPECT_EQ(Trim("a b"), "a b");
   EXPECT_EQ(TrimRight("  error text\n"), "  error text");
   EXPECT_EQ(Trim("\xA0x\xA0"), "\xA0x\xA0");  // not ASCII whitespace
+}
+
+}  // namespace
+}  // namespace sluice
+
+namespace sluice {
+namespace {
+
+TEST(JsonTooDeepTest, CountsBracketsOutsideStringsOnly) {
+  EXPECT_EQ(JsonTooDeep(R"({"a": [1, {"b": []}]})", 4), std::string_view::npos);
+  EXPECT_EQ(JsonTooDeep(R"({"a": [1, {"b": []}]})", 3), 16u);  // the fourth level's '['
+  EXPECT_EQ(JsonTooDeep(R"({"a": [1, {"b": []}]})", 2), 10u);  // the third level's '{'
+  // Brackets inside strings, escaped quotes included, do not count.
+  EXPECT_EQ(JsonTooDeep(R"(["[[[[", "\"{{{{"])", 1), std::string_view::npos);
+  EXPECT_EQ(JsonTooDeep(std::string(100000, '['), 64), 64u);
+  EXPECT_EQ(JsonTooDeep("", 0), std::string_view::npos);
 }
 
 }  // namespace
