@@ -3,7 +3,7 @@
 // charts of the pipeline and group pages. The overview's own loop does the same for its
 // samples.
 import { useEffect, useRef, useState } from "preact/hooks";
-import type { ApiError } from "../api";
+import { loginState, onLoginChange, type ApiError } from "../api";
 import { asApiError } from "../hooks";
 
 export interface Polled<T> {
@@ -30,7 +30,8 @@ export function usePolled<T>(load: () => Promise<T>, key: string, periodMs: numb
     let asking = false;
     const poll = async () => {
       timer = 0;
-      if (document.hidden) return;  // visibilitychange asks again
+      // Hidden, or behind the login form: asked again when shown or logged in.
+      if (document.hidden || loginState().asking !== null) return;
       asking = true;
       const started = performance.now();
       try {
@@ -50,11 +51,13 @@ export function usePolled<T>(load: () => Promise<T>, key: string, periodMs: numb
       if (!document.hidden && !asking && timer === 0) void poll();
     };
     document.addEventListener("visibilitychange", onVisibility);
+    const unsubscribe = onLoginChange(onVisibility);
     void poll();
     return () => {
       stopped = true;
       window.clearTimeout(timer);
       document.removeEventListener("visibilitychange", onVisibility);
+      unsubscribe();
     };
   }, [key, periodMs]);
 

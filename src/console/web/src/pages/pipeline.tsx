@@ -5,7 +5,7 @@
 // its state with stop, start, restart and delete, and its activity: charts of the last
 // half hour, errors by phase and dead letters (pages/pipeline-activity.tsx).
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
-import { ApiError, paths, request } from "../api";
+import { ApiError, loginState, paths, request } from "../api";
 import { ConfirmByName } from "../components/confirm";
 import { ErrorBox, Link, Loading } from "../components/ui";
 import { plural } from "../components/words";
@@ -99,7 +99,7 @@ export function Pipeline(props: { name: string }) {
     if (!hasData || gone) return;
     // Not in a hidden tab (nobody reads it; a login form over the page would be refused).
     const timer = window.setInterval(() => {
-      if (!document.hidden) info.reload();
+      if (!document.hidden && loginState().asking === null) info.reload();
     }, kPollMs);
     return () => window.clearInterval(timer);
   }, [hasData, gone, info.reload]);
