@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -14,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "base/clock.h"
 #include "pipeline/in_process_source.h"
 #include "pipeline/pipeline_config.h"
 #include "pipeline/runner.h"
@@ -285,9 +285,7 @@ Result<std::unique_ptr<pipeline::PipelineRunner>> PipelineSet::Create(Entry& e) 
   }
   options.on_failure = [this, name = e.name](const pipeline::DeadLetter& letter,
                                              bool dead_lettered) {
-    const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                            std::chrono::system_clock::now().time_since_epoch())
-                            .count();
+    const int64_t now = Clock::Real()->NowMillis();
     // Only what is kept is copied: a failed 1 MB message must not hold 1 MB here.
     kafka::client::Message cut;
     cut.topic = letter.topic;

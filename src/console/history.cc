@@ -1,19 +1,16 @@
 // History (history.h): the pipelines' and watched groups' series, sampled every kStep.
 #include "console/history.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+
+#include "base/clock.h"
 
 namespace sluice::console {
 namespace {
 
 constexpr double kGap = std::numeric_limits<double>::quiet_NaN();
-
-int64_t WallMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // A counter's growth since `before`; a counter that went back was registered again (its
 // pipeline restarted), so all of it is new.
@@ -123,7 +120,7 @@ void History::Loop() {
 
 void History::Sample() {
   const auto now = std::chrono::steady_clock::now();
-  const int64_t now_ms = WallMs();
+  const int64_t now_ms = Clock::Real()->NowMillis();
   MetricsRegistry* m = sources_.metrics;
   std::vector<std::string> names;
   if (sources_.pipelines) names = sources_.pipelines();
@@ -211,7 +208,8 @@ void History::Sample() {
     auto it = groups_.find(key);
     if (it == groups_.end()) continue;
     // A read that failed (the group went away, the broker is slow) leaves a gap.
-    RecordGroupLocked(*it->second, WallMs(), offsets.ok() ? *offsets : std::vector<GroupOffset>{});
+    RecordGroupLocked(*it->second, Clock::Real()->NowMillis(),
+                      offsets.ok() ? *offsets : std::vector<GroupOffset>{});
   }
 }
 
@@ -256,7 +254,7 @@ History::GroupSeries History::Group(const std::string& group, const std::string&
   GroupState& g = *slot;
   g.asked = now;
   if (g.ring.times().empty() || now - g.sampled >= kStep / 2) {
-    RecordGroupLocked(g, WallMs(), offsets);
+    RecordGroupLocked(g, Clock::Real()->NowMillis(), offsets);
   }
   GroupSeries out;
   out.time_ms.assign(g.ring.times().begin(), g.ring.times().end());

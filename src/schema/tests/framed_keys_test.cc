@@ -14,6 +14,7 @@
 #include "schema/registry/registry.h"
 #include "schema/registry/tests/memory_log.h"
 #include "schema/schema_source.h"
+#include "schema/tests/avro_bytes.h"
 
 namespace sluice::schema {
 namespace {
@@ -28,24 +29,9 @@ constexpr const char* kKeyV1 =
 constexpr const char* kKeyV2 =
     R"({"type":"record","name":"OrderKey","fields":[{"name":"shop","type":"string"},{"name":"id","type":"long"},{"name":"tags","type":{"type":"array","items":"string"},"default":[]}]})";
 
-std::string Zigzag(int64_t n) {
-  uint64_t u = (static_cast<uint64_t>(n) << 1) ^ static_cast<uint64_t>(n >> 63);
-  std::string out;
-  while (u >= 0x80) {
-    out.push_back(static_cast<char>((u & 0x7f) | 0x80));
-    u >>= 7;
-  }
-  out.push_back(static_cast<char>(u));
-  return out;
-}
-std::string Str(std::string_view s) {
-  return Zigzag(static_cast<int64_t>(s.size())) + std::string(s);
-}
-std::string Framed(int32_t id, std::string payload) {
-  std::string out;
-  WriteFraming(id, &out);
-  return out + payload;
-}
+using testing::Framed;
+using testing::Str;
+using testing::Zigzag;
 
 class FramedKeysTest : public ::testing::Test {
  protected:

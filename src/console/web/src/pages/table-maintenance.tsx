@@ -80,6 +80,33 @@ function usePreviewThenRun<Req extends object, Shown, Done>(props: Target) {
   return { preview, setPreview, done, action, changed, previewIt, ask, run };
 }
 
+// Under a preview: run what it showed, or drop it.
+function RunButtons(props: {
+  label: string;
+  doing: string;
+  busy: boolean;
+  disabled: boolean;
+  onRun: () => void;
+  onCancel: () => void;
+}) {
+  return (
+    <div class="buttons">
+      <button
+        type="button"
+        class="primary"
+        disabled={props.busy || props.disabled}
+        onClick={props.onRun}
+      >
+        {props.label}
+      </button>
+      {props.busy && <span class="muted">{props.doing}</span>}
+      <button type="button" onClick={props.onCancel} disabled={props.busy}>
+        Cancel
+      </button>
+    </div>
+  );
+}
+
 interface CompactRequest {
   action: "compact";
   target_file_size_bytes: number;
@@ -156,15 +183,14 @@ function Compact(props: Target) {
               ? "Nothing to compact: no partition has small files to put together at this size."
               : `Would rewrite ${compaction(preview.result)}.`}
           </p>
-          <div class="buttons">
-            <button type="button" class="primary" disabled={action.busy || nothing} onClick={run}>
-              Run compaction
-            </button>
-            {action.busy && <span class="muted">compacting…</span>}
-            <button type="button" onClick={() => setPreview(null)} disabled={action.busy}>
-              Cancel
-            </button>
-          </div>
+          <RunButtons
+            label="Run compaction"
+            doing="compacting…"
+            busy={action.busy}
+            disabled={nothing}
+            onRun={run}
+            onCancel={() => setPreview(null)}
+          />
         </div>
       )}
       {done && (
@@ -282,15 +308,14 @@ function Expire(props: Target) {
               carries those offsets forward, so that they are not lost with them.
             </p>
           )}
-          <div class="buttons">
-            <button type="button" class="primary" disabled={action.busy} onClick={run}>
-              Run expiry
-            </button>
-            {action.busy && <span class="muted">expiring…</span>}
-            <button type="button" onClick={() => setPreview(null)} disabled={action.busy}>
-              Cancel
-            </button>
-          </div>
+          <RunButtons
+            label="Run expiry"
+            doing="expiring…"
+            busy={action.busy}
+            disabled={false}
+            onRun={run}
+            onCancel={() => setPreview(null)}
+          />
         </div>
       )}
       {done && (
