@@ -99,6 +99,16 @@ if (!entry || !entry[1].cssBundle) {
   console.error("console page: esbuild produced no script or no stylesheet for src/main.tsx");
   process.exit(1);
 }
+// esbuild gives a lazy chunk that imports CSS a stylesheet of its own, and nothing would
+// load it: every stylesheet is imported from src/main.tsx.
+const strayCss = outputs.filter(([file]) => file.endsWith(".css") && file !== entry[1].cssBundle);
+if (strayCss.length > 0) {
+  console.error(
+    "console page: stylesheets no page loads (import CSS from src/main.tsx only): " +
+      strayCss.map(([file]) => file).join(", "),
+  );
+  process.exit(1);
+}
 const url = (file) => "/" + path.relative(out, path.resolve(here, file)).split(path.sep).join("/");
 // Chunks the entry imports statically (code it shares with a lazy chunk): fetched with it
 // rather than after it.

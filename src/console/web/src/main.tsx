@@ -2,6 +2,9 @@
 import { render } from "preact";
 import { App } from "./app";
 import { applyTheme } from "./theme";
+// uPlot's stylesheet here rather than beside the charts: a lazy page importing CSS would
+// get a stylesheet of its own that nothing loads (esbuild does not inject it).
+import "uplot/dist/uPlot.min.css";
 import "./styles.css";
 
 applyTheme();

@@ -3,7 +3,6 @@
 import { useEffect, useRef } from "preact/hooks";
 import type uPlot from "uplot";
 import { loadUPlot } from "./uplot-loader";
-import "uplot/dist/uPlot.min.css";
 import { useTheme } from "../theme";
 
 export interface ChartSeries {

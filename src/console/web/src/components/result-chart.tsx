@@ -5,7 +5,6 @@
 import { useEffect, useMemo, useRef } from "preact/hooks";
 import type uPlot from "uplot";
 import { loadUPlot } from "./uplot-loader";
-import "uplot/dist/uPlot.min.css";
 import { useTheme } from "../theme";
 import type { SqlColumn, SqlValue } from "../types";
 
