@@ -450,17 +450,32 @@ TEST_F(CatalogTest, ExternalRelationsShowLikeTables) {
 TEST_F(CatalogTest, AThousandExternalRelationsAreAllListed) {
   // A broker of a thousand topics: every one is a relation of schema kafka, with its columns
   // (in a server of 1,000 topics a catalog read once took 5 s and listed none; the rows are
-  // now inserted by one statement per table).
+  // now appended, more than one of the appender's chunks of columns). Some have grants
+  // (relacl), none to three, and some no comment.
   std::vector<ExternalRelation> topics;
   for (int i = 0; i < 1000; ++i) {
     topics.push_back({.schema = "kafka",
                       .name = fmt::format("topic-{:04}", i),
                       .columns = {{.name = "partition", .duckdb_type = "INTEGER"},
                                   {.name = "offset", .duckdb_type = "BIGINT"},
-                                  {.name = "value", .duckdb_type = "VARCHAR"}},
-                      .comment = "Kafka topic, 2 partitions"});
+                                  {.name = "value", .duckdb_type = "VARCHAR", .comment = "JSON"}},
+                      .comment = i % 2 == 0 ? "Kafka topic, 2 partitions" : ""});
+    for (int a = 0; a < i % 4; ++a)
+      topics.back().acl.push_back(fmt::format("u{}_{}=r/sluice", i, a));
   }
   ASSERT_TRUE(SetExternalRelations(*conn_, topics).ok());
+  EXPECT_EQ(RowsText(Query(
+                "SELECT relname, array_to_string(relacl, ' '), obj_description(oid) FROM pg_class "
+                "WHERE relname IN ('topic-0000', 'topic-0001', 'topic-0998', "
+                "'topic-0999') ORDER BY relname")),
+            "topic-0000 | NULL | Kafka topic, 2 partitions\n"
+            "topic-0001 | u1_0=r/sluice | NULL\n"
+            "topic-0998 | u998_0=r/sluice u998_1=r/sluice | Kafka topic, 2 partitions\n"
+            "topic-0999 | u999_0=r/sluice u999_1=r/sluice u999_2=r/sluice | NULL\n");
+  EXPECT_EQ(RowsText(Query("SELECT count(*), count(col_description(attrelid, attnum)), "
+                           "max(attnum) FROM pg_attribute WHERE attrelid >= " +
+                           std::to_string(kExternalRelationOidBase))),
+            "3000 | 1000 | 3\n");
   EXPECT_EQ(RowsText(Query("SELECT count(*) FROM pg_class c JOIN pg_namespace n "
                            "ON n.oid = c.relnamespace WHERE n.nspname = 'kafka'")),
             "1000\n");
