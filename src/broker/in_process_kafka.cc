@@ -148,6 +148,50 @@ Result<InProcessKafka::FetchAnswer> InProcessKafka::Fetch(const std::string& pri
   return AwaitAnswer(answer, timeout, cancel, "fetch");
 }
 
+Result<std::vector<std::optional<InProcessKafka::Offsets>>> InProcessKafka::Watermarks(
+    const std::string& principal, const std::vector<std::pair<std::string, int32_t>>& partitions,
+    std::chrono::milliseconds timeout) {
+  if (!ctx_.shards.attached()) return FailedPreconditionError("the broker's server is not running");
+  const Access access =
+      principal.empty() ? Access() : ctx_.authorizer->For(principal, std::string(kHost));
+  std::shared_ptr<const MetadataSnapshot> meta = ctx_.shards.Published();
+  // ListOffsets' checks and look-up: DESCRIBE on the topic, the owner from the metadata.
+  std::vector<Target> targets;
+  auto index = std::make_shared<std::vector<size_t>>();
+  for (size_t i = 0; i < partitions.size(); ++i) {
+    const auto& [topic, partition] = partitions[i];
+    if (meta == nullptr || !access.Check(ResourceType::kTopic, topic, AclOperation::kDescribe)) {
+      continue;
+    }
+    targets.push_back(ctx_.shards.TargetOf(meta->Find(topic), topic, partition));
+    index->push_back(i);
+  }
+  using Answer = std::vector<std::optional<Offsets>>;
+  auto out = std::make_shared<Answer>(partitions.size());
+  auto promise = std::make_shared<std::promise<Answer>>();
+  std::future<Answer> answer = promise->get_future();
+  handlers::Context* ctx = &ctx_;
+  Shard& home = ctx_.shards.at(0);
+  const bool posted = ctx_.shards.PostGated(
+      home.loop, [ctx, &home, targets = std::move(targets), index, out, promise]() mutable {
+        const storage::FlushPolicy policy = ctx->options.flush_policy;
+        ctx->shards.VisitOwners(
+            home, std::move(targets),
+            [policy, index, out](Partition* part, size_t k) {
+              // Followers are not read, as ListOffsets answers NOT_LEADER_OR_FOLLOWER.
+              if (part == nullptr || (part->replica != nullptr && !part->replica->leader())) {
+                return;
+              }
+              const LogStart start = LogStartOf(*part);
+              if (start.unknown) return;
+              (*out)[(*index)[k]] = Offsets{start.start, HighWatermark(policy, *part)};
+            },
+            [out, promise] { promise->set_value(std::move(*out)); });
+      });
+  if (!posted) return FailedPreconditionError("the broker is stopping");
+  return AwaitAnswer(answer, timeout, nullptr, "watermarks");
+}
+
 // A membership request (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) as the group handlers
 // take it: GROUP_AUTHORIZATION_FAILED without READ on the group, else `ask` hands it to the
 // coordinator with the `done` that fulfils the answer.

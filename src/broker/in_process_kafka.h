@@ -22,8 +22,10 @@
 #include <cstdint>
 #include <future>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -98,6 +100,20 @@ class InProcessKafka {
   Result<FetchAnswer> Fetch(const std::string& principal, kafka::FetchRequest req,
                             std::chrono::milliseconds timeout,
                             const std::atomic<bool>* cancel = nullptr);
+
+  // The earliest and latest offsets of `partitions` (topic, partition), as ListOffsets -2
+  // and -1 under read_uncommitted answer them: the log start and the high watermark, read
+  // on their owners. nullopt for one not answered here: whose topic `principal` may not
+  // describe, that does not exist, that this broker does not lead (a cluster's other
+  // brokers' partitions), or whose start is not known yet (tiered storage's part not
+  // listed). FailedPrecondition when the server stops.
+  struct Offsets {
+    int64_t earliest = 0;
+    int64_t latest = 0;
+  };
+  Result<std::vector<std::optional<Offsets>>> Watermarks(
+      const std::string& principal, const std::vector<std::pair<std::string, int32_t>>& partitions,
+      std::chrono::milliseconds timeout);
 
   // The coordinator's requests as `principal`, each with the group handlers' checks (READ
   // on the group; OffsetCommit and OffsetFetch READ on each topic), waiting up to `timeout`

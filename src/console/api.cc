@@ -388,7 +388,13 @@ HttpResponse ConsoleApi::Topics(const HttpRequest& req, const std::vector<std::s
       const std::string internal = QueryString(req, "internal");
       if (!internal.empty() && internal != "true" && internal != "false")
         return BadRequest("query parameter internal: true or false");
-      Result<std::vector<TopicSummary>> topics = ops->ListTopics(internal == "true");
+      LocalWatermarks local;
+      if (options_.local_watermarks) {
+        local = [&](const std::vector<kafka::client::TopicPartition>& partitions) {
+          return options_.local_watermarks(req.principal, partitions);
+        };
+      }
+      Result<std::vector<TopicSummary>> topics = ops->ListTopics(internal == "true", local);
       if (!topics.ok()) return FromStatus(topics.status());
       std::map<std::string, int64_t> disk = DiskUse();
       Json list = Json::array();

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,12 @@ struct ConsoleApiOptions {
   // librdkafka properties for a client of this process's broker acting as `principal`
   // (HttpRequest::principal: "User:alice", or "" when the port has no login).
   std::function<kafka::client::Config(const std::string& principal)> client_for;
+  // The earliest and latest offsets of partitions as `principal` may see them, read from
+  // this process's broker without Kafka's protocol (InProcessKafka::Watermarks; nullopt for
+  // one it does not answer, asked over Kafka then). Empty: all over Kafka.
+  std::function<std::vector<std::optional<kafka::client::Watermarks>>(
+      const std::string& principal, const std::vector<kafka::client::TopicPartition>&)>
+      local_watermarks;
   // The broker's data directory, for disk use ("": not shown).
   std::string data_dir;
   MetricsRegistry* metrics = nullptr;  // required; outlives the API

@@ -74,7 +74,8 @@ Result<std::vector<int32_t>> KafkaOps::PartitionsOf(const std::string& topic) {
   return out;
 }
 
-Result<std::vector<TopicSummary>> KafkaOps::ListTopics(bool internal) {
+Result<std::vector<TopicSummary>> KafkaOps::ListTopics(bool internal,
+                                                       const LocalWatermarks& local) {
   const auto deadline = Clock::now() + timeout_;
   ASSIGN_OR_RETURN(ClusterDescription c, admin_->DescribeCluster(true, {}, timeout_));
   std::vector<TopicSummary> out;
@@ -90,14 +91,28 @@ Result<std::vector<TopicSummary>> KafkaOps::ListTopics(bool internal) {
     out.push_back(std::move(s));
     for (const PartitionInfo& p : t.partitions) partitions.push_back({t.name, p.partition, 0});
   }
-  // One ListOffsets round for all: a partition without a leader now fails the whole
-  // answer, and the counts are then left at 0 rather than failing the list.
-  Result<std::vector<Watermarks>> marks = admin_->QueryWatermarks(partitions, Left(deadline));
-  if (marks.ok()) {
-    size_t at = 0;
-    for (TopicSummary& s : out) {
-      for (int i = 0; i < s.partitions; ++i, ++at)
-        s.messages += (*marks)[at].high - (*marks)[at].low;
+  std::vector<std::optional<Watermarks>> marks;
+  if (local) marks = local(partitions);
+  marks.resize(partitions.size());
+  std::vector<TopicPartition> rest;
+  std::vector<size_t> rest_at;
+  for (size_t i = 0; i < partitions.size(); ++i) {
+    if (marks[i].has_value()) continue;
+    rest.push_back(partitions[i]);
+    rest_at.push_back(i);
+  }
+  if (!rest.empty()) {
+    // One ListOffsets round for the rest: a partition without a leader now fails the
+    // whole answer, and their counts are then left at 0 rather than failing the list.
+    Result<std::vector<Watermarks>> asked = admin_->QueryWatermarks(rest, Left(deadline));
+    if (asked.ok()) {
+      for (size_t i = 0; i < rest.size(); ++i) marks[rest_at[i]] = (*asked)[i];
+    }
+  }
+  size_t at = 0;
+  for (TopicSummary& s : out) {
+    for (int i = 0; i < s.partitions; ++i, ++at) {
+      if (marks[at].has_value()) s.messages += marks[at]->high - marks[at]->low;
     }
   }
   return out;

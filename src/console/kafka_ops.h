@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -129,6 +130,12 @@ struct ResetRow {
   int64_t offset = 0;     // after
 };
 
+// Offsets read without Kafka's protocol (this process's broker: InProcessKafka::Watermarks),
+// one entry per partition asked; nullopt for one it cannot answer, which is then asked over
+// Kafka.
+using LocalWatermarks = std::function<std::vector<std::optional<kafka::client::Watermarks>>(
+    const std::vector<kafka::client::TopicPartition>&)>;
+
 class KafkaOps {
  public:
   // `client`: librdkafka properties with bootstrap.servers (and any security ones).
@@ -138,8 +145,9 @@ class KafkaOps {
   ~KafkaOps();
 
   Result<ClusterDescription> Cluster();
-  // Every topic (`internal`: the __ ones too), by name, with its messages.
-  Result<std::vector<TopicSummary>> ListTopics(bool internal);
+  // Every topic (`internal`: the __ ones too), by name, with its messages (their offsets
+  // from `local` where it answers).
+  Result<std::vector<TopicSummary>> ListTopics(bool internal, const LocalWatermarks& local = {});
   Result<TopicDetail> DescribeTopic(const std::string& topic);
 
   Status CreateTopic(const std::string& topic, int partitions, int replication_factor,

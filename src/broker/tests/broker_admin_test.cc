@@ -88,10 +88,11 @@ class BrokerAdminTest : public testing::BrokerFixture {
     last_fetch_ = c.Call<kafka::FetchResponse>(ApiKey::kFetch, 11, req);
     return last_fetch_.responses.at(0).partitions.at(0);
   }
-  int64_t Earliest(Client& c, const std::string& topic) {
+  int64_t Earliest(Client& c, const std::string& topic, int32_t partition = 0) {
     kafka::ListOffsetsRequest req;
     req.replica_id = -1;
     kafka::ListOffsetsRequest::Partition p;
+    p.partition_index = partition;
     p.timestamp = -2;
     req.topics.push_back({topic, {p}, {}});
     return c.Call<kafka::ListOffsetsResponse>(ApiKey::kListOffsets, 7, req)
@@ -354,6 +355,38 @@ TEST_F(BrokerAdminTest, DeleteRecordsMovesTheLogStartDurably) {
   auto resp = c2.Call<kafka::DeleteRecordsResponse>(ApiKey::kDeleteRecords, 0, all);
   EXPECT_EQ(resp.topics.at(0).partitions.at(0).low_watermark, 12);  // -1: the high watermark
   EXPECT_EQ(resp.topics.at(0).partitions.at(1).error_code, ErrorCode::kUnknownTopicOrPartition);
+}
+
+// The console's topics list reads offsets in the process (InProcessKafka::Watermarks): the
+// same log start and high watermark ListOffsets answers, nothing for what is not here.
+TEST_F(BrokerAdminTest, InProcessWatermarksAreListOffsetsEarliestAndLatest) {
+  Client c(port());
+  ASSERT_EQ(Create(c, "t", 2).topics[0].error_code, ErrorCode::kNone);
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(Produce(c, "t", 1, Batch(4)).error_code, ErrorCode::kNone);
+  kafka::DeleteRecordsRequest cut;
+  cut.topics.push_back({"t", {{1, 6, {}}}, {}});
+  cut.timeout_ms = 1000;
+  ASSERT_EQ(c.Call<kafka::DeleteRecordsResponse>(ApiKey::kDeleteRecords, 2, cut)
+                .topics.at(0)
+                .partitions.at(0)
+                .error_code,
+            ErrorCode::kNone);
+  auto got = broker_->in_process().Watermarks("", {{"t", 0}, {"t", 1}, {"t", 2}, {"nope", 0}},
+                                              std::chrono::seconds(10));
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_EQ(got->size(), 4u);
+  ASSERT_TRUE((*got)[0].has_value());
+  EXPECT_EQ((*got)[0]->earliest, 0);
+  EXPECT_EQ((*got)[0]->latest, 0);
+  ASSERT_TRUE((*got)[1].has_value());
+  EXPECT_EQ((*got)[1]->earliest, Earliest(c, "t", 1));
+  EXPECT_EQ((*got)[1]->earliest, 6);
+  EXPECT_EQ((*got)[1]->latest, 12);
+  EXPECT_FALSE((*got)[2].has_value());  // past the partition count
+  EXPECT_FALSE((*got)[3].has_value());  // no such topic
+  auto none = broker_->in_process().Watermarks("", {}, std::chrono::seconds(10));
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
 }
 
 TEST_F(BrokerAdminTest, OffsetForLeaderEpochAnswersForTheCurrentEpoch) {
