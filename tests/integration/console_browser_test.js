@@ -209,8 +209,14 @@ async function atScale (browser, dir, problems) {
         return main.querySelector('h1') !== null && !main.innerText.includes('loading…')
       }), 60000)
       if (p === '/topics') {
-        await until('200 of 1,000 topics drawn', async () => (await page.evaluate(() => document.body.innerText)).includes('200 of 1,000 shown'))
+        // 50 drawn at first, 200 more per click, or all.
+        const shown = async () => (await page.evaluate(() => document.body.innerText))
+        await until('50 of 1,000 topics drawn', async () => (await shown()).includes('50 of 1,000 shown'))
         await page.screenshot({ path: path.join(shots, 'topics-1000.png'), fullPage: false })
+        await (await page.waitForSelector('xpath/.//button[normalize-space()="Show 200 more"]')).click()
+        await until('250 of 1,000 topics drawn', async () => (await shown()).includes('250 of 1,000 shown'))
+        await (await page.waitForSelector('xpath/.//button[normalize-space()="Show all 1,000"]')).click()
+        await until('all 1,000 topics drawn', async () => (await page.$$('main tbody tr')).length === 1000)
       }
       if (p === '/pipelines') {
         await until('100 pipelines listed', async () => (await page.$$('main tbody tr')).length >= 100)

@@ -1,6 +1,6 @@
 // Loading what a page shows, so that a late answer for a page the user left, or for an
 // earlier request, never overwrites a newer one.
-import { useCallback, useEffect, useRef, useState } from "preact/hooks";
+import { useCallback, useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import { ApiError } from "./api";
 
 export interface Resource<T> {
@@ -24,11 +24,14 @@ export function useResource<T>(load: () => Promise<T>, key: string): Resource<T>
   const loadRef = useRef(load);
   loadRef.current = load;
 
-  useEffect(() => {
+  // Both before the first paint rather than after it (useEffect waits for a frame): a
+  // page's data is asked a frame sooner. In this order, and both layout effects: a reset
+  // run after a fast answer would drop it.
+  useLayoutEffect(() => {
     setData(undefined);
   }, [key]);
 
-  useEffect(() => {
+  useLayoutEffect(() => {
     const id = ++latest.current;
     setLoading(true);
     loadRef.current().then(

@@ -5,6 +5,7 @@
 import { useEffect, useMemo, useRef } from "preact/hooks";
 import type uPlot from "uplot";
 import { loadUPlot } from "./uplot-loader";
+import * as fmt from "../format";
 import { useTheme } from "../theme";
 import type { SqlColumn, SqlValue } from "../types";
 
@@ -163,7 +164,7 @@ export function ResultChart(props: {
       <figcaption class="sr-only">{label}</figcaption>
       <div class="chart" ref={box} role="img" aria-label={label} data-testid="result-chart" />
       {count > kChartRows && (
-        <p class="muted small">The first {kChartRows.toLocaleString("en-US")} rows are charted.</p>
+        <p class="muted small">The first {fmt.count(kChartRows)} rows are charted.</p>
       )}
     </figure>
   );

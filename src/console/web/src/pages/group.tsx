@@ -118,7 +118,7 @@ function LagOverTime(props: { id: string }) {
     if (!h) return undefined;
     const parts = perPartition
       ? [...h.partitions].sort(
-          (a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition,
+          (a, b) => fmt.compareText(a.topic, b.topic) || a.partition - b.partition,
         )
       : [];
     const series: ChartSeries[] = [
@@ -219,7 +219,7 @@ function Members(props: { group: GroupData }) {
 
 function Offsets(props: { group: GroupData }) {
   const offsets = [...props.group.offsets].sort(
-    (a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition,
+    (a, b) => fmt.compareText(a.topic, b.topic) || a.partition - b.partition,
   );
   return (
     <section aria-labelledby="offsets">
@@ -436,7 +436,7 @@ function Reset(props: { group: GroupData; onChanged: () => void }) {
 
 function ResetTable(props: { result: ResetOffsets }) {
   const rows = [...props.result.offsets].sort(
-    (a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition,
+    (a, b) => fmt.compareText(a.topic, b.topic) || a.partition - b.partition,
   );
   return (
     <table>

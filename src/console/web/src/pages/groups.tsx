@@ -14,7 +14,7 @@ export function Groups() {
   const needle = filter.trim().toLowerCase();
   const groups = (list.data?.groups ?? [])
     .filter((g) => g.group_id.toLowerCase().includes(needle))
-    .sort((a, b) => a.group_id.localeCompare(b.group_id));
+    .sort((a, b) => fmt.compareText(a.group_id, b.group_id));
   return (
     <section>
       <h1>Consumer groups</h1>

@@ -302,7 +302,7 @@ function LiveFeed(props: {
         <p>
           <span class={`dot ${state}`} aria-hidden="true" />
           {state === "open"
-            ? `Following new messages; the newest ${kLiveRows.toLocaleString("en-US")} are shown.`
+            ? `Following new messages; the newest ${fmt.count(kLiveRows)} are shown.`
             : state === "connecting"
               ? "Connecting…"
               : `Connection lost${lost ? ` (${lost})` : ""}; reconnecting…`}

@@ -19,7 +19,9 @@ export function Pipelines() {
   const lifecycle = useAction();
   const off = list.error?.code === "PIPELINES_OFF";
   const data = off ? undefined : list.data;
-  const pipelines = [...(data?.pipelines ?? [])].sort((a, b) => a.name.localeCompare(b.name));
+  const pipelines = [...(data?.pipelines ?? [])].sort((a, b) =>
+    fmt.compareText(a.name, b.name),
+  );
 
   const act = async (name: string, what: Lifecycle) => {
     setActing({ name, what });

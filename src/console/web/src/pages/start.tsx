@@ -149,7 +149,7 @@ function TopicStep(props: { topic: string | null; onChosen: (t: string | null) =
     () => request<{ topics: TopicSummary[] }>("GET", paths.topics(false)),
     props.topic ?? "",
   );
-  const names = (list.data?.topics ?? []).map((t) => t.name).sort((a, b) => a.localeCompare(b));
+  const names = (list.data?.topics ?? []).map((t) => t.name).sort(fmt.compareText);
   const hasDefault = names.includes(kDefaultTopic);
   // Until the user chooses: the existing "clicks" (a walk done before), else a new one.
   const [mode, setMode] = useState<"new" | "existing" | null>(null);

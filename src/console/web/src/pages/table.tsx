@@ -238,7 +238,7 @@ function plain(v: unknown): string {
 }
 
 function Properties(props: { properties: Record<string, string> }) {
-  const entries = Object.entries(props.properties).sort(([a], [b]) => a.localeCompare(b));
+  const entries = Object.entries(props.properties).sort(([a], [b]) => fmt.compareText(a, b));
   return (
     <section aria-labelledby="properties">
       <h2 id="properties">Properties</h2>
@@ -362,7 +362,7 @@ function Snapshots(props: {
 }
 
 function Summary(props: { snapshot: Snapshot }) {
-  const all = Object.entries(props.snapshot.summary).sort(([a], [b]) => a.localeCompare(b));
+  const all = Object.entries(props.snapshot.summary).sort(([a], [b]) => fmt.compareText(a, b));
   const first = kSummaryFirst.filter((k) => props.snapshot.summary[k] !== undefined);
   if (all.length === 0) return <span class="muted">–</span>;
   return (

@@ -28,8 +28,8 @@ export function Tables() {
     )
     .sort(
       (a, b) =>
-        namespacePath(a.namespace).localeCompare(namespacePath(b.namespace)) ||
-        a.name.localeCompare(b.name),
+        fmt.compareText(namespacePath(a.namespace), namespacePath(b.namespace)) ||
+        fmt.compareText(a.name, b.name),
     );
   const groups = groupByNamespace(shown);
 

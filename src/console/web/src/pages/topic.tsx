@@ -142,7 +142,7 @@ function Configs(props: { topic: TopicData; onChanged: () => void }) {
   const needle = filter.trim().toLowerCase();
   const configs = [...props.topic.configs]
     .filter((c) => c.name.toLowerCase().includes(needle) && (!onlySet || !c.default))
-    .sort((a, b) => a.name.localeCompare(b.name));
+    .sort((a, b) => fmt.compareText(a.name, b.name));
   return (
     <section aria-labelledby="configs">
       <h2 id="configs">Configs</h2>
