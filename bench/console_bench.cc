@@ -118,13 +118,16 @@ int RunConsoleBench(const ConsoleBenchOptions& given) {
     o.pipeline_files = std::min(o.pipeline_files, 10);
     o.calls = std::min(o.calls, 10);
     o.page_runs = std::min(o.page_runs, 2);
+    o.cold_runs = 1;
     o.follow_seconds = std::min(o.follow_seconds, 3);
   }
   o.pipeline_files = std::max(o.pipeline_files, o.pipelines);
   if (o.topics < 1 || o.partitions < 1 || o.pipelines < 0 || o.pipelines > o.topics ||
-      o.calls < 1 || o.page_runs < 1 || o.follow_rate < 1 || o.follow_seconds < 1) {
+      o.calls < 1 || o.page_runs < 1 || o.cold_runs < 1 || o.follow_rate < 1 ||
+      o.follow_seconds < 1) {
     return Fail(
-        "--topics, --partitions, --calls, --page-runs, --follow-rate and --follow-seconds "
+        "--topics, --partitions, --calls, --page-runs, --cold-runs, --follow-rate and "
+        "--follow-seconds "
         "must be at least 1, --pipelines from 0 to --topics");
   }
   if (o.node_modules.empty()) o.node_modules = SourceNodeModules();
@@ -267,7 +270,8 @@ int RunConsoleBench(const ConsoleBenchOptions& given) {
        {"chromium", o.chromium},
        {"pages",
         {"/", "/topics", "/topics/" + topic_name(0), "/groups", "/pipelines", "/tables", "/sql"}},
-       {"runs", o.page_runs}},
+       {"runs", o.page_runs},
+       {"cold_runs", o.cold_runs}},
       "pages");
   if (!page.ok()) return Fail(page.status().message());
   // Following, while the bench produces to the topic.
@@ -317,8 +321,11 @@ int RunConsoleBench(const ConsoleBenchOptions& given) {
   Json pages_json = Json::array();
   for (const Json& p : (*page)["pages"]) {
     std::vector<double> warm = p["warm_ms"].get<std::vector<double>>();
+    Json cold = Json::array();
+    for (double ms : p["cold_runs_ms"].get<std::vector<double>>()) cold.push_back(Round(ms, 1));
     pages_json.push_back({{"path", p["path"]},
                           {"cold_ms", Round(p["cold_ms"].get<double>(), 1)},
+                          {"cold_runs_ms", cold},
                           {"warm_median_ms", Round(Median(warm), 1)},
                           {"longest_task_ms", Round(p["longest_task_ms"].get<double>(), 1)},
                           {"long_tasks", p["long_tasks"]}});
@@ -347,14 +354,16 @@ int RunConsoleBench(const ConsoleBenchOptions& given) {
                  Ms(t.p95_ms), Ms(t.max_ms), t.bytes, kListTargetMs,
                  t.median_ms <= kListTargetMs ? "met" : "MISSED");
     }
-    fmt::print("\n{:<28} {:>10} {:>10} {:>12} {:>10}   target\n", "page (chromium)", "cold ms",
-               "warm ms", "longest task", "tasks>50ms");
+    fmt::print("\n{:<28} {:>10} {:>10} {:>12} {:>10}   target <= {} ms: cold, warm\n",
+               "page (chromium)", "cold ms", "warm ms", "longest task", "tasks>50ms",
+               kPageTargetMs);
+    auto verdict = [](double ms) { return ms <= kPageTargetMs ? "met" : "MISSED"; };
     for (const Json& p : pages_json) {
+      const double cold = p["cold_ms"].get<double>();
       const double warm = p["warm_median_ms"].get<double>();
-      fmt::print("{:<28} {:>10} {:>10} {:>12} {:>10}   <= {} ms {}\n", p["path"].get<std::string>(),
-                 Ms(p["cold_ms"].get<double>()), o.page_runs > 1 ? Ms(warm) : "-",
-                 Ms(p["longest_task_ms"].get<double>()), p["long_tasks"].get<int>(), kPageTargetMs,
-                 p["cold_ms"].get<double>() <= kPageTargetMs ? "met" : "MISSED");
+      fmt::print("{:<28} {:>10} {:>10} {:>12} {:>10}   {}, {}\n", p["path"].get<std::string>(),
+                 Ms(cold), o.page_runs > 1 ? Ms(warm) : "-", Ms(p["longest_task_ms"].get<double>()),
+                 p["long_tasks"].get<int>(), verdict(cold), o.page_runs > 1 ? verdict(warm) : "-");
     }
     fmt::print(
         "\nfollowing bench-follow at {} msgs/s (produced {}/s) for {} s: longest task {} "

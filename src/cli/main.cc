@@ -158,7 +158,12 @@ void AddConsoleBenchOptions(CLI::App* cmd, sluice::bench::ConsoleBenchOptions* o
       ->capture_default_str();
   cmd->add_option("--calls", o->calls, "timed calls of each API list (after 3 not counted)")
       ->capture_default_str();
-  cmd->add_option("--page-runs", o->page_runs, "loads of each page: one cold, the others warm")
+  cmd->add_option("--page-runs", o->page_runs,
+                  "loads of each page in one tab: one cold, the others warm")
+      ->capture_default_str();
+  cmd->add_option("--cold-runs", o->cold_runs,
+                  "cold loads of each page, each in a fresh browser context (the median is the "
+                  "cold figure)")
       ->capture_default_str();
   cmd->add_option("--follow-rate", o->follow_rate,
                   "messages/s produced to the topic the page follows")
