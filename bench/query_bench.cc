@@ -27,6 +27,7 @@
 #include "bench/polars_query_js.h"
 #include "bench/query_engine.h"
 #include "bench/query_lake.h"
+#include "bench/query_small.h"
 #include "duck/database.h"
 #include "lake/data_files.h"
 #include "lake/duck_types.h"
@@ -1281,6 +1282,13 @@ Status ValidateQueryBenchOptions(const QueryBenchOptions& o) {
     return InvalidArgumentError("--cap-gib {}: must be a positive size", o.cap_gib);
   if (!(o.timeout_s > 0))
     return InvalidArgumentError("--timeout {}: must be positive", o.timeout_s);
+  if (o.clients < 1 || o.clients > 1000)
+    return InvalidArgumentError("--clients {}: must be 1 to 1000", o.clients);
+  if (!(o.statement_seconds > 0) || o.statement_seconds > 3600)
+    return InvalidArgumentError("--statement-seconds {}: must be above 0, at most 3600",
+                                o.statement_seconds);
+  if (o.small_statements && o.storage != "local")
+    return InvalidArgumentError("--small-statements reads the local tables: not with --storage s3");
   if (o.queries.empty()) return InvalidArgumentError("--queries: none given (q1, q2, q3, q4)");
   std::set<std::string> seen;
   for (const std::string& q : o.queries) {
@@ -1344,6 +1352,8 @@ int RunQueryBench(const QueryBenchOptions& options) {
     s3 = std::move(*prepared);
     o.engines.clear();  // the lake child runs instead (RunS3Bench)
   }
+  // --small-statements reads only the products table: the sales table is kept small.
+  if (o.small_statements) o.rows = std::min<int64_t>(o.rows, 100'000);
   // Engines in the order they run: duckdb first (its answers are the reference), then as given.
   std::vector<std::string> engine_names;
   if (std::find(o.engines.begin(), o.engines.end(), "duckdb") != o.engines.end())
@@ -1420,6 +1430,7 @@ int RunQueryBench(const QueryBenchOptions& options) {
   }
   ctx.data_info = *info;
   if (s3) return RunS3Bench(o, ctx, *s3, work, binary);
+  if (o.small_statements) return RunSmallStatementsBench(o, ctx.data, work, binary);
   References refs(ctx.data.dir + "/answers.json");
 
   if (!o.json) PrintHeader(ctx, o, engines, base);

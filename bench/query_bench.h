@@ -53,6 +53,11 @@ struct QueryBenchOptions {
   // --storage s3: the S3 prefix the copy goes under (s3://bucket/prefix); empty:
   // s3://$SLUICE_S3_BUCKET/sluice-bench-query.
   std::string s3_warehouse;
+  // Instead of the four queries: the statements a second of `clients` sessions sending
+  // small statements back to back for `statement_seconds` each (bench/query_small.h).
+  bool small_statements = false;
+  int clients = 16;
+  double statement_seconds = 10;
 };
 
 // Checks the options (every error names the option and what is wrong). Run by

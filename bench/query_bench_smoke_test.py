@@ -8,6 +8,7 @@ that names them. Never checks a duration (benchmarks are not tests).
 
 usage: query_bench_smoke_test.py path/to/sluice
 """
+import glob
 import json
 import shutil
 import subprocess
@@ -85,6 +86,24 @@ def main():
         if r["finished_runs"] != 0 or r["answer_ok"] is not None or r["outcomes"] != ["killed over cap"]:
             fail(f"the capped run was not killed over the cap: {r}", capped)
 
+        # --small-statements: a line per statement with sluice's rate and PostgreSQL's beside
+        # it (when installed), every statement answered by both.
+        small = run([sluice, "bench", "query", "--data-dir", data, "--rows", "20000",
+                     "--small-statements", "--clients", "2", "--statement-seconds", "1", "--json"],
+                    180)
+        if small.returncode != 0:
+            fail(f"--small-statements exited with {small.returncode}", small)
+        lines = json_lines(small)
+        if [r.get("statement") for r in lines] != ["select_1", "catalog", "point_lookup"]:
+            fail(f"--small-statements: statements {[r.get('statement') for r in lines]}", small)
+        for r in lines:
+            if r.get("mode") != "small_statements" or r.get("clients") != 2 or not r.get("statements_per_s"):
+                fail(f"--small-statements: {r}", small)
+            if "postgres_statements_per_s" not in r or "latency_avg_ms" not in r:
+                fail(f"--small-statements: fields missing in {r}", small)
+            if glob.glob("/usr/lib/postgresql/*/bin/initdb") and not r["postgres_statements_per_s"]:
+                fail(f"--small-statements: PostgreSQL is installed but not measured: {r}", small)
+
         # Malformed options: a clear error naming the option, nothing run.
         bad = [
             (["--rows", "abc"], "--rows"),
@@ -99,6 +118,8 @@ def main():
             (["--runs", "0"], "--runs"),
             (["--cap-gib", "-1"], "--cap-gib"),
             (["--chart", "out.svg"], "--chart"),
+            (["--small-statements", "--clients", "0"], "--clients"),
+            (["--small-statements", "--statement-seconds", "0"], "--statement-seconds"),
         ]
         for args, needle in bad:
             proc = run([sluice, "bench", "query", "--data-dir", data] + args, 30)

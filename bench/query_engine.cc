@@ -327,6 +327,7 @@ class SluiceServerRun : public EngineRun {
   }
 
   pid_t root_pid() const override { return pid_; }
+  int pg_port() const override { return port_; }
 
   Result<EngineAnswer> Execute() override {
     std::string conninfo = fmt::format(

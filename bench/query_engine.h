@@ -93,6 +93,8 @@ class EngineRun {
   virtual int64_t Stop() = 0;
   // CPU seconds (user + system) the root process used, once Stop reaped it; -1 if unknown.
   virtual double cpu_seconds() const { return -1; }
+  // The Postgres port of a run that serves one (the sluice engines), else 0.
+  virtual int pg_port() const { return 0; }
 };
 
 class Engine {

@@ -31,6 +31,33 @@ std::string_view Trim(std::string_view s) {
   return TrimRight(s);
 }
 
+namespace {
+
+bool WordChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+bool Contains(std::string_view text, std::string_view word, bool whole) {
+  for (size_t i = 0; i + word.size() <= text.size(); ++i) {
+    if (whole && ((i > 0 && WordChar(text[i - 1])) ||
+                  (i + word.size() < text.size() && WordChar(text[i + word.size()])))) {
+      continue;
+    }
+    if (EqualsIgnoreCase(text.substr(i, word.size()), word)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool ContainsIgnoreCase(std::string_view text, std::string_view word) {
+  return Contains(text, word, false);
+}
+
+bool ContainsWordIgnoreCase(std::string_view text, std::string_view word) {
+  return Contains(text, word, true);
+}
+
 Result<std::string> PercentDecode(std::string_view text) {
   std::string out;
   out.reserve(text.size());

@@ -26,6 +26,10 @@ inline bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   }
   return true;
 }
+// Whether `text` holds `word` with ASCII letters compared without case: anywhere, or as a
+// whole word (no letter, digit or '_' touching it on either side).
+bool ContainsIgnoreCase(std::string_view text, std::string_view word);
+bool ContainsWordIgnoreCase(std::string_view text, std::string_view word);
 // `s` without the ASCII whitespace (space, \t, \n, \v, \f, \r) at either end / its end.
 std::string_view Trim(std::string_view s);
 std::string_view TrimRight(std::string_view s);

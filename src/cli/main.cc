@@ -320,6 +320,15 @@ void AddQueryBenchOptions(CLI::App* cmd, sluice::bench::QueryBenchOptions* o) {
                   "variables), queried cold and warm beside the local ones")
       ->check(CLI::IsMember({"local", "s3"}))
       ->capture_default_str();
+  cmd->add_flag("--small-statements", o->small_statements,
+                "instead of the queries: statements a second of --clients sessions sending "
+                "SELECT 1, psql's \\d catalog query and a lake point lookup back to back, beside "
+                "a PostgreSQL started in the same run");
+  cmd->add_option("--clients", o->clients, "--small-statements: sessions sending at once")
+      ->capture_default_str();
+  cmd->add_option("--statement-seconds", o->statement_seconds,
+                  "--small-statements: seconds each statement is sent (after 1 s not counted)")
+      ->capture_default_str();
   cmd->add_option("--s3-warehouse", o->s3_warehouse,
                   "--storage s3: the S3 prefix the tables are copied under (default "
                   "s3://$SLUICE_S3_BUCKET/sluice-bench-query)");

@@ -61,6 +61,10 @@ Status QueryEngine::OpenDatabase(duck::Connection& conn) const {
   // Rows of a big INSERT ... SELECT (the rewrites' parts) need not keep their order;
   // Postgres promises no order without ORDER BY either. Lowers memory (DuckDB's advice).
   RETURN_IF_ERROR(conn.Execute("SET preserve_insertion_order = false"));
+  // Parquet footers parsed once per file, not per query: a point lookup on a lake table
+  // read its files' footers again every time. Lake files never change in place, and DuckDB
+  // checks a cached footer against the file's modification time.
+  RETURN_IF_ERROR(conn.Execute("SET parquet_metadata_cache = true"));
   if (!options_.kafka_bootstrap.empty()) {
     RETURN_IF_ERROR(RegisterTopicFunction(conn, {.bootstrap_servers = options_.kafka_bootstrap,
                                                  .client_properties = options_.kafka_properties,
@@ -270,20 +274,7 @@ bool MentionsFunctionDdl(std::string_view sql) {
       "EXECUTE", "DEALLOCATE", "CALL",   "TRUNCATE"};
   std::vector<std::string> first = LeadingWords(sql, 1);
   if (!first.empty() && kHarmless.count(first[0]) == 0) return true;
-  auto word_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
-  for (std::string_view word : {std::string_view("macro"), std::string_view("function")}) {
-    for (size_t i = 0; i + word.size() <= sql.size(); ++i) {
-      bool match = true;
-      for (size_t j = 0; j < word.size() && match; ++j) {
-        match = std::tolower(static_cast<unsigned char>(sql[i + j])) == word[j];
-      }
-      if (match && (i == 0 || !word_char(sql[i - 1])) &&
-          (i + word.size() == sql.size() || !word_char(sql[i + word.size()]))) {
-        return true;
-      }
-    }
-  }
-  return false;
+  return ContainsWordIgnoreCase(sql, "macro") || ContainsWordIgnoreCase(sql, "function");
 }
 
 }  // namespace
@@ -339,7 +330,8 @@ Result<PlannedStatement> QueryEngine::Plan(duck::Connection& conn, std::string_v
   // statement and print it once; a statement no stage can change is not parsed.
   const bool lake = MayNameLakeTable(out.sql);
   const bool topic = !options_.kafka_bootstrap.empty() && MayCallTopic(out.sql);
-  const bool rewrite = embedded == std::string_view::npos && allow_steps && options_.rewrites;
+  const bool rewrite = embedded == std::string_view::npos && allow_steps && options_.rewrites &&
+                       rewrite::MayRewrite(out.sql);
   std::optional<sql_tree::SqlTree> tree;
   if (lake || topic || rewrite) {
     Result<sql_tree::SqlTree> parsed = sql_tree::SqlTree::Parse(conn, out.sql);

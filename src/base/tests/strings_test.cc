@@ -24,6 +24,21 @@ TEST(StringsTest, EqualsIgnoreCaseComparesLettersWithoutCase) {
   EXPECT_FALSE(EqualsIgnoreCase("é", "É"));
 }
 
+TEST(StringsTest, ContainsFindsTextOrWholeWordsWithoutCase) {
+  EXPECT_TRUE(ContainsIgnoreCase("SELECT * FROM Lake.t", "lake"));
+  EXPECT_TRUE(ContainsIgnoreCase("overview", "OVER"));
+  EXPECT_FALSE(ContainsIgnoreCase("SELECT 1", "select 2"));
+  EXPECT_FALSE(ContainsIgnoreCase("ab", "abc"));
+  EXPECT_TRUE(ContainsIgnoreCase("anything", ""));
+  EXPECT_TRUE(ContainsWordIgnoreCase("row_number() OVER (PARTITION BY k)", "over"));
+  EXPECT_TRUE(ContainsWordIgnoreCase("x GROUP\nBY k", "group"));
+  EXPECT_TRUE(ContainsWordIgnoreCase("over", "OVER"));
+  EXPECT_TRUE(ContainsWordIgnoreCase("(over)", "over"));
+  EXPECT_FALSE(ContainsWordIgnoreCase("SELECT overview, group_id, _over, over9 FROM t", "over"));
+  EXPECT_FALSE(ContainsWordIgnoreCase("SELECT group_id FROM groups", "group"));
+  EXPECT_FALSE(ContainsWordIgnoreCase("", "over"));
+}
+
 TEST(StringsTest, TrimRemovesAsciiWhitespaceAtTheEnds) {
   EXPECT_EQ(Trim(" \t\r\n day(ts) \v\f"), "day(ts)");
   EXPECT_EQ(Trim("   "), "");

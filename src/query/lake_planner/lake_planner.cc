@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 
+#include "base/strings.h"
 #include "lake/iceberg_json.h"
 #include "lake/parquet_read.h"
 #include "lake/storage.h"
@@ -28,19 +29,6 @@ constexpr std::string_view kLakeCatalog = "lake";
 // iceberg_scan('<metadata file or table directory>'): a table by its metadata path.
 constexpr std::string_view kIcebergScan = "iceberg_scan";
 
-bool IEquals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(x) == std::tolower(y);
-         });
-}
-
-bool MentionsIgnoringCase(std::string_view sql, std::string_view word) {
-  for (size_t i = 0; i + word.size() <= sql.size(); ++i) {
-    if (IEquals(sql.substr(i, word.size()), word)) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 // `lake` (any case, maybe quoted) followed by a dot, with spaces and comments allowed
@@ -48,9 +36,9 @@ bool MentionsIgnoringCase(std::string_view sql, std::string_view word) {
 // cannot be written without those letters), and a false hit only costs the parse. SQL that
 // merely contains the word (a column lake_id, a path .../lakes/...) is not parsed at all.
 bool MayNameLakeTable(std::string_view sql) {
-  if (MentionsIgnoringCase(sql, kIcebergScan)) return true;
+  if (ContainsIgnoreCase(sql, kIcebergScan)) return true;
   for (size_t i = 0; i + kLakeCatalog.size() <= sql.size(); ++i) {
-    if (!IEquals(sql.substr(i, kLakeCatalog.size()), kLakeCatalog)) continue;
+    if (!EqualsIgnoreCase(sql.substr(i, kLakeCatalog.size()), kLakeCatalog)) continue;
     size_t j = i + kLakeCatalog.size();
     if (j < sql.size() && sql[j] == '"') ++j;
     while (j < sql.size()) {
@@ -85,13 +73,13 @@ namespace {
 
 bool IsLakeRef(const Json& j) {
   return j.is_object() && StringField(j, "type") == "BASE_TABLE" &&
-         IEquals(StringField(j, "catalog_name"), kLakeCatalog);
+         EqualsIgnoreCase(StringField(j, "catalog_name"), kLakeCatalog);
 }
 
 bool IsIcebergScan(const Json& j) {
   return j.is_object() && StringField(j, "type") == "TABLE_FUNCTION" && j.contains("function") &&
          j["function"].is_object() &&
-         IEquals(StringField(j["function"], "function_name"), kIcebergScan) &&
+         EqualsIgnoreCase(StringField(j["function"], "function_name"), kIcebergScan) &&
          StringField(j["function"], "schema").empty();
 }
 
@@ -131,7 +119,7 @@ bool PureFunction(std::string_view name) {
                                                "date_trunc",
                                                "list_value"};
   for (std::string_view p : kPure) {
-    if (IEquals(name, p)) return true;
+    if (EqualsIgnoreCase(name, p)) return true;
   }
   return false;
 }
@@ -382,7 +370,7 @@ void Planner::Walk(Json& root, std::map<Json*, std::vector<const Json*>>* where_
     if (StringField(j, "type") == "BASE_TABLE" && StringField(j, "catalog_name").empty()) {
       std::string schema = StringField(j, "schema_name");
       if (schema.size() > kLakeCatalog.size() + 1 &&
-          IEquals(schema.substr(0, kLakeCatalog.size()), kLakeCatalog) &&
+          EqualsIgnoreCase(schema.substr(0, kLakeCatalog.size()), kLakeCatalog) &&
           schema[kLakeCatalog.size()] == '.') {
         j["catalog_name"] = std::string(kLakeCatalog);
         j["schema_name"] = schema.substr(kLakeCatalog.size() + 1);
@@ -443,13 +431,13 @@ std::optional<int32_t> Planner::ColumnOf(const Json& e, const Binding& b) const 
   const std::string& binding = b.alias.empty() ? b.table : b.alias;
   if (names.size() == 1) {
     column = names[0];
-  } else if (names.size() == 2 && IEquals(names[0], binding)) {
+  } else if (names.size() == 2 && EqualsIgnoreCase(names[0], binding)) {
     column = names[1];
-  } else if (names.size() == 3 && b.alias.empty() && IEquals(names[0], b.ns) &&
-             IEquals(names[1], b.table)) {
+  } else if (names.size() == 3 && b.alias.empty() && EqualsIgnoreCase(names[0], b.ns) &&
+             EqualsIgnoreCase(names[1], b.table)) {
     column = names[2];
-  } else if (names.size() == 4 && b.alias.empty() && IEquals(names[0], kLakeCatalog) &&
-             IEquals(names[1], b.ns) && IEquals(names[2], b.table)) {
+  } else if (names.size() == 4 && b.alias.empty() && EqualsIgnoreCase(names[0], kLakeCatalog) &&
+             EqualsIgnoreCase(names[1], b.ns) && EqualsIgnoreCase(names[2], b.table)) {
     column = names[3];
   } else {
     return std::nullopt;
@@ -457,7 +445,7 @@ std::optional<int32_t> Planner::ColumnOf(const Json& e, const Binding& b) const 
   // DuckDB binds names case-insensitively: two columns differing only in case are ambiguous.
   std::optional<int32_t> found;
   for (const auto& [name, id] : b.columns) {
-    if (IEquals(name, column)) {
+    if (EqualsIgnoreCase(name, column)) {
       if (found) return std::nullopt;
       found = id;
     }
@@ -592,9 +580,9 @@ Result<std::shared_ptr<const lake::TableMetadata>> Planner::LoadByPath(const Jso
       continue;
     }
     std::string unit;
-    if (IEquals(param, "snapshot_from_id")) {
+    if (EqualsIgnoreCase(param, "snapshot_from_id")) {
       unit = "VERSION";
-    } else if (IEquals(param, "snapshot_from_timestamp")) {
+    } else if (EqualsIgnoreCase(param, "snapshot_from_timestamp")) {
       unit = "TIMESTAMP";
     } else {
       return InvalidArgumentError(
@@ -643,7 +631,7 @@ Result<const lake::Snapshot*> Planner::Snapshot(const lake::TableMetadata& m, co
   }
   const std::string type = *typed[0][0];
   const std::string text = *typed[0][1];
-  if (IEquals(unit, "VERSION")) {
+  if (EqualsIgnoreCase(unit, "VERSION")) {
     if (type == "VARCHAR") {  // a branch or tag
       const lake::SnapshotRef* ref = m.FindRef(text);
       if (ref == nullptr)
@@ -666,7 +654,7 @@ Result<const lake::Snapshot*> Planner::Snapshot(const lake::TableMetadata& m, co
     if (s == nullptr) return NotFoundError("lake table {} has no snapshot {}", name, id);
     return s;
   }
-  if (!IEquals(unit, "TIMESTAMP"))
+  if (!EqualsIgnoreCase(unit, "TIMESTAMP"))
     return InvalidArgumentError("lake table {}: AT ({} => ...) is not supported", name, unit);
   // A TIMESTAMP (or DATE) is UTC; a TIMESTAMPTZ is its instant; text is read as a
   // TIMESTAMPTZ (an offset in it counts, else the session's time zone).
@@ -824,12 +812,12 @@ void Requalify(Json& j, const std::vector<std::pair<std::string, std::string>>& 
         return names.size() > i && names[i].is_string() ? names[i].get<std::string>() : "";
       };
       for (const auto& [ns, table] : unaliased) {
-        if (names.size() >= 4 && IEquals(at(0), kLakeCatalog) && IEquals(at(1), ns) &&
-            IEquals(at(2), table)) {
+        if (names.size() >= 4 && EqualsIgnoreCase(at(0), kLakeCatalog) &&
+            EqualsIgnoreCase(at(1), ns) && EqualsIgnoreCase(at(2), table)) {
           names.erase(names.begin(), names.begin() + 2);
           break;
         }
-        if (names.size() >= 3 && IEquals(at(0), ns) && IEquals(at(1), table)) {
+        if (names.size() >= 3 && EqualsIgnoreCase(at(0), ns) && EqualsIgnoreCase(at(1), table)) {
           names.erase(names.begin());
           break;
         }
@@ -873,7 +861,7 @@ Result<std::vector<LakeTableScan>> Planner::Plan(SqlTree& tree, const LakePlanOp
   }
   do {
     marker_prefix_ = "__sluice_scan_" + lake::NewUuid().substr(0, 8) + "_";
-  } while (MentionsIgnoringCase(tree.text(), marker_prefix_));
+  } while (ContainsIgnoreCase(tree.text(), marker_prefix_));
   // Every predicate is read before any reference is replaced (conjuncts point into the tree).
   for (RefSite& site : sites_) RETURN_IF_ERROR(PlanRef(site, tree, &out));
   Requalify(tree.doc(), unaliased);

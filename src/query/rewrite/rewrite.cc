@@ -10,6 +10,7 @@
 #include <set>
 
 #include "base/logging.h"
+#include "base/strings.h"
 #include "query/rewrite/planner.h"
 
 namespace sluice::query::rewrite {
@@ -27,6 +28,10 @@ std::string_view RewriteKindName(RewriteKind kind) {
       return "group-by";
   }
   return "?";
+}
+
+bool MayRewrite(std::string_view sql) {
+  return ContainsWordIgnoreCase(sql, "over") || ContainsWordIgnoreCase(sql, "group");
 }
 
 Result<std::optional<Plan>> PlanRewrite(duck::Connection& conn, const sql_tree::SqlTree& tree,

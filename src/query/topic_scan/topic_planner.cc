@@ -26,13 +26,6 @@ const Logger kLog("topic_scan");
 
 constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();
 
-bool IContains(std::string_view text, std::string_view word) {
-  for (size_t i = 0; i + word.size() <= text.size(); ++i) {
-    if (EqualsIgnoreCase(text.substr(i, word.size()), word)) return true;
-  }
-  return false;
-}
-
 // ---- expressions -------------------------------------------------------------------------
 
 // A non-NULL integer literal that fits BIGINT (`5`, `-3`; DuckDB parses the sign into it).
@@ -449,7 +442,8 @@ class Planner {
 
 bool MayCallTopic(std::string_view sql, const TopicPlanOptions& options) {
   return !options.function_name.empty() &&
-         (IContains(sql, options.function_name) || IContains(sql, kTopicSchema)) &&
+         (ContainsIgnoreCase(sql, options.function_name) ||
+          ContainsIgnoreCase(sql, kTopicSchema)) &&
          sql.find('\0') == std::string_view::npos;
 }
 
