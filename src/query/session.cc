@@ -947,6 +947,16 @@ std::optional<Session::SqlError> Session::RunSimpleStatement(std::string_view pi
     }
     return e;
   };
+  // A SELECT this session ran before with the same text: prepared already.
+  const bool cacheable = !copy && !cleanup;
+  if (cacheable) {
+    if (auto hit = simple_cache_.find(std::string(piece)); hit != simple_cache_.end()) {
+      ++duck_generation_;
+      Portal p;
+      p.statement = hit->second;
+      return RunPortal(p, 0, /*describe_rows=*/true);
+    }
+  }
   auto extracted = duck::ExtractedStatements::Extract(*conn_, piece, &type);
   if (!extracted.ok()) return located(extracted.status());
   if (copy && extracted->size() != 1)
@@ -984,6 +994,11 @@ std::optional<Session::SqlError> Session::RunSimpleStatement(std::string_view pi
           "08P01",
           fmt::format("bind message supplies 0 parameters, but prepared statement requires {}",
                       stmt->prepared->param_count())};
+    }
+    if (cacheable && extracted->size() == 1 &&
+        stmt->prepared->type() == duck::StatementType::kSelect) {
+      if (simple_cache_.size() >= kMaxCachedStatements) simple_cache_.clear();
+      simple_cache_.emplace(std::string(piece), stmt);
     }
     if (auto e = RunPortal(p, 0, /*describe_rows=*/true)) return e;
   }
@@ -1401,6 +1416,8 @@ std::optional<Session::SqlError> Session::StartPortal(Portal& p) {
       }
     }
   }
+  // Anything but a SELECT may change how a cached text binds (session.h).
+  if (prepared.type() != duck::StatementType::kSelect) simple_cache_.clear();
   p.generation = ++duck_generation_;
   auto stream = prepared.ExecuteStreaming(&type);
   if (!stream.ok()) {

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "base/status.h"
@@ -224,6 +225,14 @@ class Session {
   std::optional<std::string> trusted_user_;
   std::map<std::string, std::shared_ptr<Statement>> statements_;
   std::map<std::string, Portal> portals_;
+  // Simple-query SELECTs prepared before, by the text DuckDB ran (after planning): drivers
+  // and tools send the same small statements again and again, and DuckDB's parse and
+  // prepare were a third of a `SELECT 1`. Only SELECTs without parameters, COPY or planning
+  // steps; emptied when any other statement runs (a SET or DDL may change how a text binds;
+  // DuckDB itself binds a prepared statement again when a catalog it read changed), and
+  // when it holds kMaxCachedStatements.
+  static constexpr size_t kMaxCachedStatements = 64;
+  std::unordered_map<std::string, std::shared_ptr<Statement>> simple_cache_;
   // Counts the DuckDB calls that close the connection's open stream (prepare, execute):
   // a suspended portal whose stream was closed that way cannot go on.
   uint64_t duck_generation_ = 0;

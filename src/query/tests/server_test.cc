@@ -268,6 +268,42 @@ TEST_F(QueryServerTest, SimpleQueryRunsEveryStatement) {
   EXPECT_EQ(c.UntilReady().back().second, "I");
 }
 
+// A SELECT sent again reuses its prepared statement (session.h, simple_cache_), and never
+// answers from before a change: a table replaced or grown, a view redefined.
+TEST_F(QueryServerTest, RepeatedSelectsSeeEveryChange) {
+  StartServer();
+  RawClient c(server_->port());
+  ASSERT_TRUE(c.Startup());
+  auto one_row = [&](const std::string& sql) {
+    c.Send(Query(sql));
+    auto msgs = c.UntilReady();
+    EXPECT_EQ(Types(msgs), "TDCZ") << sql;
+    return msgs.size() > 1 ? Fields(msgs[1]) : std::vector<std::string>{};
+  };
+  c.Send(Query("CREATE TABLE t AS SELECT 1 AS a"));
+  c.UntilReady();
+  const std::string select = "SELECT * FROM t";
+  EXPECT_EQ(one_row(select), (std::vector<std::string>{"1"}));
+  EXPECT_EQ(one_row(select), (std::vector<std::string>{"1"}));
+  c.Send(Query("CREATE OR REPLACE TABLE t AS SELECT 'two' AS b, 2 AS a"));
+  c.UntilReady();
+  EXPECT_EQ(one_row(select), (std::vector<std::string>{"two", "2"}));
+  c.Send(Query("INSERT INTO t VALUES ('three', 3)"));
+  c.UntilReady();
+  EXPECT_EQ(one_row("SELECT count(*) FROM t"), (std::vector<std::string>{"2"}));
+  EXPECT_EQ(one_row("SELECT count(*) FROM t"), (std::vector<std::string>{"2"}));
+  c.Send(Query("INSERT INTO t VALUES ('four', 4)"));
+  c.UntilReady();
+  EXPECT_EQ(one_row("SELECT count(*) FROM t"), (std::vector<std::string>{"3"}));
+  // A view redefined under the same text.
+  c.Send(Query("CREATE VIEW v AS SELECT 1 AS x"));
+  c.UntilReady();
+  EXPECT_EQ(one_row("SELECT x FROM v"), (std::vector<std::string>{"1"}));
+  c.Send(Query("CREATE OR REPLACE VIEW v AS SELECT 2 AS x"));
+  c.UntilReady();
+  EXPECT_EQ(one_row("SELECT x FROM v"), (std::vector<std::string>{"2"}));
+}
+
 TEST_F(QueryServerTest, ExtendedProtocolSuspendsPortalsAtRowLimits) {
   StartServer();
   RawClient c(server_->port());
