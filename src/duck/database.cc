@@ -95,6 +95,7 @@ Result<std::unique_ptr<Database>> Database::Open(const DatabaseOptions& options)
   // not built with.
   if (st.ok()) st = set("autoinstall_known_extensions", "false");
   if (st.ok()) st = set("autoload_known_extensions", "false");
+  if (st.ok() && options.survive_internal_errors) st = set("disable_database_invalidation", "true");
   if (!st.ok()) {
     duckdb_destroy_config(&config);
     return st;

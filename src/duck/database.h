@@ -48,6 +48,10 @@ struct DatabaseOptions {
   // The block size of a database file this creates (DuckDB's default_block_size; a power of
   // two from 16384); 0 leaves DuckDB's 256 KiB. An existing file keeps its own.
   uint64_t block_size = 0;
+  // DuckDB's disable_database_invalidation: an INTERNAL error fails its statement instead
+  // of closing the whole database to every connection (a server's choice: one client's
+  // statement that trips a DuckDB assertion must not stop every other session).
+  bool survive_internal_errors = false;
 };
 
 // An open DuckDB database. Lifecycle: Open(), then connections; it must outlive them.

@@ -453,7 +453,8 @@ Result<std::unique_ptr<QueryServer>> QueryServer::Start(QueryServerOptions optio
 
   ASSIGN_OR_RETURN(state->db, duck::Database::Open({.memory_limit_bytes = o.memory_limit_bytes,
                                                     .threads = o.threads,
-                                                    .temp_directory = o.temp_directory}));
+                                                    .temp_directory = o.temp_directory,
+                                                    .survive_internal_errors = true}));
   {
     // The sandbox: set before any client connects, then locked.
     ASSIGN_OR_RETURN(auto setup, duck::Connection::Open(*state->db));

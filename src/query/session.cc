@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "base/logging.h"
+#include "base/strings.h"
 #include "base/utf8.h"
 #include "query/server_state.h"
 
@@ -980,6 +981,7 @@ std::optional<Session::SqlError> Session::RunSimpleStatement(std::string_view pi
     auto stmt = std::make_shared<Statement>();
     stmt->sql = std::string(copy ? statement : piece);
     stmt->prepared = std::move(prepared).value();
+    SetPreparedText(*stmt, piece);
     stmt->returns_rows = StatementReturnsRows(*stmt->prepared);
     if (copy) {
       if (!stmt->returns_rows)
@@ -1003,6 +1005,34 @@ std::optional<Session::SqlError> Session::RunSimpleStatement(std::string_view pi
     if (auto e = RunPortal(p, 0, /*describe_rows=*/true)) return e;
   }
   return std::nullopt;
+}
+
+namespace {
+
+// DuckDB's table functions whose prepared statement cannot run twice (Statement).
+bool NamesParquetMetadata(std::string_view sql) {
+  if (!ContainsIgnoreCase(sql, "parquet_")) return false;
+  for (std::string_view fn :
+       {"parquet_metadata", "parquet_schema", "parquet_file_metadata", "parquet_kv_metadata",
+        "parquet_full_metadata", "parquet_bloom_probe"}) {
+    if (ContainsWordIgnoreCase(sql, fn)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void Session::SetPreparedText(Statement& s, std::string_view text) {
+  s.prepared_text = std::string(text);
+  s.prepare_each_run = NamesParquetMetadata(text);
+}
+
+Status Session::Reprepare(Statement& s) {
+  ASSIGN_OR_RETURN(auto extracted, duck::ExtractedStatements::Extract(*conn_, s.prepared_text));
+  if (extracted.size() != 1) return InternalError("the statement no longer prepares as one");
+  ++duck_generation_;
+  ASSIGN_OR_RETURN(s.prepared, extracted.Prepare(0));
+  return Status::OK();
 }
 
 Result<std::shared_ptr<Session::Statement>> Session::PrepareStatement(
@@ -1089,6 +1119,7 @@ Result<std::shared_ptr<Session::Statement>> Session::PrepareStatement(
   auto prepared = extracted->Prepare(0, &type);
   if (!prepared.ok()) return fail(located(prepared.status()));
   stmt->prepared = std::move(prepared).value();
+  SetPreparedText(*stmt, piece);
   size_t nparams = stmt->prepared->param_count();
   if (oids.size() > nparams) {
     return fail(
@@ -1404,8 +1435,8 @@ std::optional<Session::SqlError> Session::StartPortal(Portal& p) {
     p.done = true;
     return e;
   }
-  duck::PreparedStatement& prepared = p.steps_final ? *p.steps_final : *s.prepared;
-  if (!p.steps_final) {
+  auto bind = [&]() -> std::optional<SqlError> {
+    duck::PreparedStatement& prepared = *s.prepared;
     if (Status st = prepared.ClearBindings(); !st.ok()) return FromDuck(st, type);
     for (size_t i = 0; i < p.params.size(); ++i) {
       Status st = p.params[i] ? prepared.BindValue(i + 1, *p.params[i])
@@ -1415,11 +1446,38 @@ std::optional<Session::SqlError> Session::StartPortal(Portal& p) {
         return SqlError{"22023", CleanMessage(st.message())};
       }
     }
+    return std::nullopt;
+  };
+  if (!p.steps_final) {
+    if (s.executed && s.prepare_each_run) {
+      if (Status st = Reprepare(s); !st.ok()) {
+        p.done = true;
+        return FromDuck(st, type);
+      }
+    }
+    if (auto e = bind()) return e;
   }
   // Anything but a SELECT may change how a cached text binds (session.h).
-  if (prepared.type() != duck::StatementType::kSelect) simple_cache_.clear();
+  if ((p.steps_final ? *p.steps_final : *s.prepared).type() != duck::StatementType::kSelect)
+    simple_cache_.clear();
   p.generation = ++duck_generation_;
-  auto stream = prepared.ExecuteStreaming(&type);
+  auto stream = (p.steps_final ? *p.steps_final : *s.prepared).ExecuteStreaming(&type);
+  if (!stream.ok() && type == duck::ErrorType::kInternal && !p.steps_final && s.executed &&
+      !s.prepare_each_run) {
+    // A prepared statement that ran before and now fails inside DuckDB: prepared afresh
+    // from now on, and this run tried once more that way.
+    SLUICE_LOG(kLog, kWarn, "a prepared statement failed at a later run ({}); preparing it again",
+               CleanMessage(stream.status().message()));
+    s.prepare_each_run = true;
+    if (Status st = Reprepare(s); !st.ok()) {
+      p.done = true;
+      return FromDuck(st, type);
+    }
+    if (auto e = bind()) return e;
+    p.generation = ++duck_generation_;
+    stream = s.prepared->ExecuteStreaming(&type);
+  }
+  if (!p.steps_final) s.executed = true;
   if (!stream.ok()) {
     p.done = true;
     return FromDuck(stream.status(), type);

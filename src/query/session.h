@@ -71,6 +71,14 @@ class Session {
     ClientSetting client_setting;  // a SET the server answers itself
     bool command = false;          // a statement the hooks' run_command answers (GRANT...)
     std::unique_ptr<duck::PreparedStatement> prepared;
+    // The text DuckDB prepared (after the planning), and whether `prepared` has run once.
+    // DuckDB's Parquet metadata functions cannot run a second time from one prepared
+    // statement (their file list moves out of the bind data at the first run: an INTERNAL
+    // error), so a statement naming one, or one that failed so at a later run, is prepared
+    // again before each run after the first (design 0027).
+    std::string prepared_text;
+    bool executed = false;
+    bool prepare_each_run = false;
     std::vector<uint32_t> param_oids;
     std::vector<Column> columns;
     bool returns_rows = false;
@@ -232,6 +240,9 @@ class Session {
   // DuckDB itself binds a prepared statement again when a catalog it read changed), and
   // when it holds kMaxCachedStatements.
   static constexpr size_t kMaxCachedStatements = 64;
+  // Prepares `s.prepared_text` again into `s.prepared` (see Statement::prepare_each_run).
+  Status Reprepare(Statement& s);
+  static void SetPreparedText(Statement& s, std::string_view text);
   std::unordered_map<std::string, std::shared_ptr<Statement>> simple_cache_;
   // Counts the DuckDB calls that close the connection's open stream (prepare, execute):
   // a suspended portal whose stream was closed that way cannot go on.
