@@ -425,6 +425,11 @@ Result<PlannedStatement> QueryEngine::Plan(duck::Connection& conn, std::string_v
   if (!plan) return out;
   auto shared = std::make_shared<rewrite::Plan>(std::move(*plan));
   out.explanation = shared->explanation;
+  if (kLog.Enabled(LogLevel::kDebug)) {
+    for (const std::string& step : shared->steps)
+      SLUICE_LOG(kLog, kDebug, "rewrite step: {}", step);
+    SLUICE_LOG(kLog, kDebug, "rewrite: {}; runs: {}", shared->explanation, shared->final_select);
+  }
   ASSIGN_OR_RETURN(out.sql, rewrite::RunSteps(conn, *shared));
   out.cleanup = [shared](duck::Connection& c) { (void)rewrite::RunCleanup(c, *shared); };
   return out;

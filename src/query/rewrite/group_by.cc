@@ -71,6 +71,30 @@ Result<Plan> Planner::TryGroupBy(Candidate& c) {
   std::vector<std::string> key_names;
   for (size_t i = 0; i < keys.size(); ++i) key_names.push_back(fmt::format("__sluice_k{}", i));
   std::string key_list = fmt::format("{}", fmt::join(key_names, ", "));
+  int64_t per_group = 96 + 24 * aggregates;
+  for (const Column& k : key_cols) per_group += 2 * TypeWidth(k.type);
+  auto fits_whole = [&](int64_t g) {
+    return 1.1 * static_cast<double>(g) * static_cast<double>(per_group) <=
+           0.75 * static_cast<double>(options_.memory_limit_bytes);
+  };
+  // The footers' bound first (D18, D22): when it fits, DuckDB's plan is the answer and
+  // neither EXPLAIN nor a probe is needed. A failed footer read only means no bound; an
+  // interrupt is the user's.
+  std::optional<int64_t> key_bound;
+  if (options_.force_parts == 0) {
+    Result<std::optional<int64_t>> bound = FooterKeyBound(conn_, tree_, n, keys, key_cols);
+    if (!bound.ok()) {
+      StatusCode code = bound.status().code();
+      if (code == StatusCode::kAborted || code == StatusCode::kResourceExhausted)
+        return bound.status();
+      bound = std::optional<int64_t>();
+    }
+    if (*bound && fits_whole(**bound)) {
+      return NotApplicable(
+          "at most {} groups (the keys' tables' rows and ranges): they fit in memory", **bound);
+    }
+    key_bound = *bound;
+  }
   // One EXPLAIN of the keys' group-by: its input's rows and its groups.
   ASSIGN_OR_RETURN(
       Estimates estimates,
@@ -81,13 +105,10 @@ Result<Plan> Planner::TryGroupBy(Candidate& c) {
   if (est_rows < options_.min_rows_to_rewrite)
     return NotApplicable("estimated {} rows: too few to rewrite", est_rows);
 
-  int64_t per_group = 96 + 24 * aggregates;
-  for (const Column& k : key_cols) per_group += 2 * TypeWidth(k.type);
   // No scan when even one group per row would fit: DuckDB's own plan is that.
   if (options_.force_parts == 0 && PartsFor(est_rows, per_group) <= 1) {
     return NotApplicable("at most {} groups fit in memory: DuckDB's own plan", est_rows);
   }
-  std::optional<int64_t> key_bound;  // from the footers (D18)
   bool probed = false;
   std::optional<int64_t> probe_groups;
   // Before scanning the whole input for its distinct keys: when DuckDB's own estimate of
@@ -105,29 +126,10 @@ Result<Plan> Planner::TryGroupBy(Candidate& c) {
     // quarters of the memory limit are DuckDB's to aggregate in memory (a part gets half,
     // for the scans beside it: an estimate a little high must not cost a full scan, and
     // GEE's underestimate of a key near the limit must not skip one).
-    auto fits_whole = [&](int64_t g) {
-      return 1.1 * static_cast<double>(g) * static_cast<double>(per_group) <=
-             0.75 * static_cast<double>(options_.memory_limit_bytes);
-    };
     // (An estimate of no rows or no groups at all, below the rows known to be there, is
     // as blind.)
     bool estimate_blind = options_.known_input_rows > duckdb_rows &&
                           (duckdb_rows <= 0 || est_groups <= 0 || est_groups * 10 >= duckdb_rows);
-    if (estimate_blind || !fits_whole(est_groups)) {
-      // A failed footer read only means no bound; an interrupt is the user's.
-      Result<std::optional<int64_t>> bound = FooterKeyBound(conn_, tree_, n, keys, key_cols);
-      if (!bound.ok()) {
-        StatusCode code = bound.status().code();
-        if (code == StatusCode::kAborted || code == StatusCode::kResourceExhausted)
-          return bound.status();
-        bound = std::optional<int64_t>();
-      }
-      if (*bound && fits_whole(**bound)) {
-        return NotApplicable(
-            "at most {} groups (the keys' tables' rows and ranges): they fit in memory", **bound);
-      }
-      key_bound = *bound;
-    }
     if (estimate_blind || !fits_whole(est_groups)) {
       constexpr int64_t kProbeRows = 1'000'000;
       ASSIGN_OR_RETURN(

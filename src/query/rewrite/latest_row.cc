@@ -6,7 +6,9 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
+#include <deque>
 #include <map>
 #include <set>
 
@@ -342,9 +344,21 @@ Result<Plan> Planner::TryLatestRow(Candidate& c) {
           fmt::format("count(*) FILTER (WHERE {} / {} = {})", scaled, kDoubleScale, q));
     }
   }
-  std::string stats_sql =
-      fmt::format("SELECT {} FROM ({}) AS __sluice_in", fmt::join(stat_exprs, ", "), input_sql);
-  ASSIGN_OR_RETURN(auto stats, Ask(conn_, stats_sql, "statistics scan"));
+  // The same statistics from the Parquet footers when they answer every order key (D21):
+  // the keys bounded by their ranges there, integer tie-breaking columns by their bounds,
+  // other tie-breaking columns hashed (a DOUBLE's exactness needs every value).
+  ASSIGN_OR_RETURN(auto footer_row, FooterStatistics(c, m, key_cols, order_cols, tiebreak, packable,
+                                                     stat_exprs.size(), order_at, exact_at));
+  const bool footer_row_used = footer_row.has_value();
+  bool groups_bounded = footer_row_used;
+  Rows stats;
+  if (footer_row) {
+    stats.push_back(std::move(*footer_row));
+  } else {
+    std::string stats_sql =
+        fmt::format("SELECT {} FROM ({}) AS __sluice_in", fmt::join(stat_exprs, ", "), input_sql);
+    ASSIGN_OR_RETURN(stats, Ask(conn_, stats_sql, "statistics scan"));
+  }
   if (stats.size() != 1 || !stats[0][0] || !stats[0][1])
     return NotApplicable("statistics scan returned nothing");
   const auto& s = stats[0];
@@ -355,7 +369,8 @@ Result<Plan> Planner::TryLatestRow(Candidate& c) {
   // 126 bits, then the tie-breaking columns packed exactly (D14) or a hash of them (D3);
   // else DuckDB's create_sort_key.
   constexpr const char* kChanged =
-      "error('sluice rewrite: the input changed between the statistics scan and a part')";
+      "error('sluice rewrite: the input changed between planning and a part (or a Parquet "
+      "file''s statistics are wrong)')";
   std::vector<PackedField> order_fields;
   for (size_t j = 0; j < norders && packable; ++j) {
     size_t at = order_at[j];
@@ -495,6 +510,19 @@ Result<Plan> Planner::TryLatestRow(Candidate& c) {
     }
   }
   int parts = PartsFor(groups, per_group);
+  if (groups_bounded && parts > 1) {
+    // The footers' bound on the keys asks for parts: the keys are counted (D21).
+    ASSIGN_OR_RETURN(auto counted, Ask(conn_,
+                                       fmt::format("SELECT count(*), {} FROM ({}) AS __sluice_in",
+                                                   DistinctKeysExpr(key_list, est_rows), input_sql),
+                                       "key count"));
+    if (counted.size() != 1 || !counted[0][0] || !counted[0][1])
+      return NotApplicable("key count returned nothing");
+    rows = std::atoll(counted[0][0]->c_str());
+    groups = std::atoll(counted[0][1]->c_str());
+    parts = PartsFor(groups, per_group);
+    groups_bounded = false;
+  }
 
   std::vector<std::string> select_cols;
   size_t kept_i = 0;
@@ -521,10 +549,9 @@ Result<Plan> Planner::TryLatestRow(Candidate& c) {
   int decoded = 0;
   for (const std::string& e : extract) decoded += e.find("__sluice_m") != std::string::npos ? 1 : 0;
   std::string how = fmt::format(
-      "latest row per key: {} rows (estimate {}), ~{} keys, {} B/key -> {} part(s); key {}; {} of "
-      "{} kept "
-      "column(s) decoded from the key; {}",
-      rows, est_rows, groups, per_group, parts,
+      "latest row per key: {} rows (estimate {}), {} {} keys, {} B/key -> {} part(s); key {}; {} "
+      "of {} kept column(s) decoded from the key; {}; statistics {}",
+      rows, est_rows, groups_bounded ? "at most" : "~", groups, per_group, parts,
       sort_key ? "create_sort_key"
                : fmt::format("packed {} bits", order_bits + exact_bits + hash_bits),
       decoded, kept.size(),
@@ -532,8 +559,86 @@ Result<Plan> Planner::TryLatestRow(Candidate& c) {
       : sort_key       ? "ties broken by the least kept columns"
       : hashed.empty() ? "ties broken by the least kept columns, packed exactly"
                        : fmt::format("ties broken by a {}-bit hash of {} kept column(s)", hash_bits,
-                                     hashed.size()));
+                                     hashed.size()),
+      footer_row_used ? "from the Parquet footers" : "scanned");
   return Finish(c, RewriteKind::kLatestRow, parts, part_sql, how);
+}
+
+Result<std::optional<std::vector<std::optional<std::string>>>> Planner::FooterStatistics(
+    const Candidate& c, const WindowMatch& m, const std::vector<Column>& key_cols,
+    const std::vector<Column>& order_cols, const std::vector<Column>& tiebreak, bool packable,
+    size_t width, const std::vector<size_t>& order_at, std::vector<size_t>& exact_at) {
+  using Row = std::vector<std::optional<std::string>>;
+  const std::optional<Row> none;
+  const Json& n = *c.node;
+  const Json& w = *m.window;
+  // The window query's expression of each output column, for a tie-breaking column: its
+  // select item when a bare column, else what a plain `*` passes under that name.
+  std::deque<Json> starred;
+  auto output_expr = [&](const std::string& name) -> const Json* {
+    bool star = false;
+    for (const Json& item : n["select_list"]) {
+      if (Str(item, "class") == "STAR" && !item.value("columns", false) &&
+          item["exclude_list"].empty() && item["replace_list"].empty() &&
+          (!item.contains("rename_list") || item["rename_list"].empty()) &&
+          IsNullOrMissing(item, "expr") && Str(item, "relation_name").empty()) {
+        star = true;
+      }
+      if (Str(item, "class") != "COLUMN_REF") continue;
+      std::string out = Str(item, "alias").empty() ? item["column_names"].back().get<std::string>()
+                                                   : Str(item, "alias");
+      if (EqualsIgnoreCase(out, name)) return &item;
+    }
+    if (!star) return nullptr;
+    starred.push_back(Json{{"class", "COLUMN_REF"}, {"column_names", Json::array({name})}});
+    return &starred.back();
+  };
+  std::vector<const Json*> exprs;
+  std::vector<Column> types;
+  // A sort key (not packable) needs only the rows and the keys.
+  const size_t norders = packable ? order_cols.size() : 0;
+  for (size_t j = 0; j < norders; ++j) {
+    exprs.push_back(&w["orders"][j]["expression"]);
+    types.push_back(order_cols[j]);
+  }
+  std::vector<size_t> tie_at(tiebreak.size(), SIZE_MAX);  // index in exprs
+  for (size_t t = 0; t < tiebreak.size(); ++t) {
+    if (exact_at[t] == 0 || tiebreak[t].type == "DOUBLE") continue;
+    if (const Json* e = output_expr(tiebreak[t].name)) {
+      tie_at[t] = exprs.size();
+      exprs.push_back(e);
+      types.push_back(tiebreak[t]);
+    }
+  }
+  ASSIGN_OR_RETURN(std::optional<FooterColumns> footers,
+                   FooterColumnStats(conn_, tree_, n, exprs, types));
+  if (!footers) return none;
+  for (size_t j = 0; j < norders; ++j) {
+    if (!footers->columns[j]) return none;
+  }
+  std::vector<Json> keys(w["partitions"].begin(), w["partitions"].end());
+  ASSIGN_OR_RETURN(std::optional<int64_t> bound, FooterKeyBound(conn_, tree_, n, keys, key_cols));
+  if (!bound) return none;
+  Row row(width);
+  const int64_t rows = footers->rows;
+  row[0] = std::to_string(rows);
+  row[1] = std::to_string(std::min(*bound, rows + 1));
+  auto fill = [&](size_t at, const FooterColumn& f) {
+    if (f.lo) {
+      row[at] = std::to_string(*f.lo);
+      row[at + 1] = std::to_string(*f.hi);
+    }
+    row[at + 2] = row[at + 3] = std::to_string(f.lo ? rows - f.nulls : 0);
+  };
+  for (size_t j = 0; j < norders; ++j) fill(order_at[j], *footers->columns[j]);
+  for (size_t t = 0; t < tiebreak.size(); ++t) {
+    if (tie_at[t] != SIZE_MAX && footers->columns[tie_at[t]]) {
+      fill(exact_at[t], *footers->columns[tie_at[t]]);
+    } else {
+      exact_at[t] = 0;  // hashed
+    }
+  }
+  return std::optional<Row>(std::move(row));
 }
 
 }  // namespace sluice::query::rewrite

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -78,6 +79,43 @@ struct OrderDefaults {
   std::string null_order = "NULLS_LAST";
 };
 Result<OrderDefaults> LoadOrderDefaults(duck::Connection& conn);
+
+// The Parquet files a table ref reads (footers.cc): the file list's SQL, the lake's
+// field-id schema when given, and from the footers the rows and files.
+struct ParquetRef {
+  std::string files;
+  std::string schema_map;
+  const Json* projection = nullptr;  // a lake table's projection over the read, if any
+  int64_t rows = 0;
+  int64_t file_count = 0;
+  bool hive_paths = false;  // hive paths (`/k=v/`) whose values replace file columns
+  // The files' column that the ref's `column` is (through the projection), or nullopt.
+  std::optional<std::string> FileColumn(const std::string& column) const;
+  // A condition on parquet_schema() naming that file column (by field id under a schema).
+  std::string ColumnMatch(const std::string& column) const;
+};
+Result<std::optional<ParquetRef>> ReadParquetRef(duck::Connection& conn,
+                                                 const sql_tree::SqlTree& tree, const Json& r,
+                                                 std::deque<Json>& spliced);
+
+// A column's statistics from the Parquet footers (D21): the least and greatest value of
+// its ordinal (key_packing.h's OrdinalExpr) over every row group (nullopt: every value is
+// NULL), and its NULLs.
+struct FooterColumn {
+  std::optional<int64_t> lo, hi;
+  int64_t nulls = 0;
+};
+struct FooterColumns {
+  int64_t rows = 0;                                  // the files' rows
+  std::vector<std::optional<FooterColumn>> columns;  // nullopt: the footers do not say
+};
+// For each expression that is a bare column of `n`'s only FROM ref reading Parquet files,
+// its statistics in every row group's footer, read in one query; nullopt when `n`'s FROM
+// is not such a ref.
+Result<std::optional<FooterColumns>> FooterColumnStats(duck::Connection& conn,
+                                                       const sql_tree::SqlTree& tree, const Json& n,
+                                                       const std::vector<const Json*>& exprs,
+                                                       const std::vector<Column>& types);
 
 // An upper bound on a group-by's groups from where its keys come from, or nullopt (D18;
 // footers.cc). `n` is the group-by's node in `tree`, `keys` its keys as expressions over

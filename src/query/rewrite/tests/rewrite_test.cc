@@ -357,6 +357,69 @@ TEST_F(RewriteTest, LatestRowInputChangedAfterTheStatisticsScanIsAnError) {
   }
 }
 
+// D21: over Parquet files the order keys' bounds and NULLs, an integer tie-breaking
+// column's and the keys' bound come from the footers (many row groups, NULLs, row groups
+// whose values are all NULL, a WHERE, the lake's field-id form); the answers are DuckDB's.
+TEST_F(RewriteTest, LatestRowStatisticsComeFromTheParquetFooters) {
+  std::string dir = (spill_ / "footers").string();
+  std::filesystem::create_directories(dir);
+  std::string file = dir + "/t.parquet";
+  ASSERT_TRUE(conn_
+                  ->Execute(fmt::format(
+                      "COPY (SELECT *, CASE WHEN id < 20000 THEN NULL ELSE id % 5000 END AS z, "
+                      "(id % 3 = 0) AS b, DATE '2020-01-01' + (id % 900)::INTEGER AS d FROM t "
+                      "ORDER BY id) TO '{}' (FORMAT parquet, ROW_GROUP_SIZE 10000, FIELD_IDS "
+                      "{{id: 1, k1: 2, k2: 3, x: 4, y: 5, v: 6, s: 7, z: 8, b: 9, d: 10}})",
+                      file))
+                  .ok());
+  const std::string f = fmt::format("read_parquet('{}')", file);
+  auto explained = [&](const std::string& sql) {
+    std::string how;
+    Rewritten(sql, 1, RewriteKind::kLatestRow, &how);
+    return how;
+  };
+  const std::vector<std::string> queries = {
+      // NULLs in both order keys; id (integer) packed, k2/v/s hashed.
+      "SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY y DESC NULLS LAST, "
+      "x, id) AS rn FROM {f}) WHERE rn = 1",
+      // A column whose first two row groups are all NULL; a BOOLEAN and a DATE key.
+      "SELECT id, k1, z FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY z NULLS "
+      "FIRST, b, d DESC, id DESC) AS rn FROM {f}) WHERE rn = 1",
+      // A WHERE on the window query: the files' bounds still bound what it keeps.
+      "SELECT k1, id, x FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x DESC, id) "
+      "AS rn FROM {f} WHERE x > 10) WHERE rn = 1",
+      // Qualified columns of an aliased read.
+      "SELECT k1, id FROM (SELECT r.k1, r.id, row_number() OVER (PARTITION BY r.k1 ORDER BY r.id "
+      "DESC) AS rn FROM {f} AS r) WHERE rn = 1"};
+  for (const std::string& q : queries) {
+    std::string sql = fmt::format(fmt::runtime(q), fmt::arg("f", f));
+    ExpectSame(sql, RewriteKind::kLatestRow);
+    std::string how = explained(sql);
+    EXPECT_NE(how.find("statistics from the Parquet footers"), std::string::npos) << sql << how;
+    EXPECT_NE(how.find("at most 1001 keys"), std::string::npos) << sql << how;
+  }
+  // The lake's form: renamed columns found by field id (k1 is kk now, id is oid).
+  std::string lake = fmt::format(
+      "(SELECT \"oid\", \"kk\", \"y\" FROM read_parquet(['{}'], schema = MAP {{1: {{name: "
+      "'oid', type: 'BIGINT', default_value: NULL}}, 2: {{name: 'kk', type: 'INTEGER', "
+      "default_value: NULL}}, 5: {{name: 'y', type: 'TIMESTAMP', default_value: NULL}}}}, "
+      "hive_partitioning = false))",
+      file);
+  std::string sql = fmt::format(
+      "SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY kk ORDER BY y, oid DESC) AS rn "
+      "FROM {} AS l) WHERE rn = 1",
+      lake);
+  ExpectSame(sql, RewriteKind::kLatestRow);
+  EXPECT_NE(explained(sql).find("statistics from the Parquet footers"), std::string::npos);
+  // An expression as an order key has no footer statistics: scanned.
+  sql = fmt::format(
+      "SELECT k1, id FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x + 1, id) AS rn "
+      "FROM {}) WHERE rn = 1",
+      f);
+  ExpectSame(sql, RewriteKind::kLatestRow);
+  EXPECT_NE(explained(sql).find("statistics scanned"), std::string::npos);
+}
+
 TEST_F(RewriteTest, LatestRowTiesBrokenByTheLeastKeptColumnsWithASortKey) {
   // The kept columns compare in the window query's column order (t's: x before v).
   std::string sql =
