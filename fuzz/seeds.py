@@ -867,6 +867,18 @@ def grant_sql_seeds(out):
     write_all(os.path.join(out, "grant_sql"), seeds)
 
 
+def rewrite_seeds(out):
+    """Choices for rewrite_fuzz: random bytes from a fixed generator (each input is read as
+    a stream of choices, so any bytes make a table and a query)."""
+    import random
+    rng = random.Random(29)
+    seeds = {}
+    for n in range(40):
+        seeds["r%02d" % n] = bytes(rng.randrange(256) for _ in range(96))
+    seeds["zeros"] = b""
+    write_all(os.path.join(out, "rewrite"), seeds)
+
+
 def main():
     out = sys.argv[1]
     tokens_seeds(out)
@@ -884,6 +896,7 @@ def main():
     iceberg_metadata_seeds(out)
     etcd_json_seeds(out)
     txn_answer_seeds(out)
+    rewrite_seeds(out)
 
 
 if __name__ == "__main__":
