@@ -208,19 +208,34 @@ void RunOne(Choices& in) {
     std::string window = fmt::format("SELECT {}, row_number() OVER ({}) AS rn FROM {}{}",
                                      fmt::join(select, ", "), over, source, where);
     const uint32_t form = in.Below(5);
-    const char* filters[] = {"rn = 1", "rn <= 1", "rn < 2", "1 = rn"};
+    // The rows kept per key: 1, or top k (D23), in the filter's forms.
+    const uint32_t k = in.Maybe(60) ? 1 : 2 + in.Below(4);
+    const std::vector<std::string> filters =
+        k == 1
+            ? std::vector<std::string>{"rn = 1", "rn <= 1", "rn < 2", "1 = rn"}
+            : std::vector<std::string>{fmt::format("rn <= {}", k), fmt::format("rn < {}", k + 1),
+                                       fmt::format("{} >= rn", k), fmt::format("{} > rn", k + 1)};
+    // With an ORDER BY that ends in the unique id there are no full ties: any consumer is
+    // judged exactly. Top k with ties is judged by what ties cannot change: the rows per key.
+    const bool unique_order = !orders.empty() && orders.back().rfind("id", 0) == 0;
     if (form == 4) {
-      sql = fmt::format("SELECT * FROM ({} QUALIFY rn = 1) AS w", window);
+      sql = fmt::format("SELECT * FROM ({} QUALIFY {}) AS w", window, filters[0]);
       exact = false;
-    } else if (in.Maybe(30)) {
+    } else if (in.Maybe(30) || (k > 1 && !unique_order)) {
       // An aggregate consumer of what full ties share: the keys and the rows.
       sql = fmt::format(
-          "WITH w AS ({}) SELECT count(*), count(DISTINCT ({})), min({}), max({}) "
+          "WITH w AS ({}) SELECT count(*), count(DISTINCT ({})), min({}), max({}), max(rn) "
           "FROM w WHERE {}",
           window, fmt::join(partition, ", "), partition[0], partition.back(), filters[form]);
     } else {
       sql = fmt::format("SELECT * FROM ({}) AS w WHERE {}", window, filters[form]);
       exact = false;
+    }
+    if (k > 1 && form == 4 && !unique_order) {
+      sql = fmt::format(
+          "WITH w AS ({} QUALIFY {}) SELECT count(*), count(DISTINCT ({})), max(rn) FROM w", window,
+          filters[0], fmt::join(partition, ", "));
+      exact = true;
     }
     std::string sel = fmt::format("{}", fmt::join(select, ", "));
     reference = fmt::format(
@@ -235,8 +250,7 @@ void RunOne(Choices& in) {
                                               partition.end();
                                      }),
                       key_columns.end());
-    // With an ORDER BY that ends in the unique id there are no full ties: exact.
-    if (!orders.empty() && orders.back().rfind("id", 0) == 0) exact = true;
+    if (unique_order) exact = true;
   } else {
     // A group-by of one or two keys, its aggregates exact in any order.
     std::vector<std::string> keys = {pick(1, cols.size())};

@@ -23,20 +23,24 @@ std::string ParquetSchemaOption(const Schema& schema) {
   return fmt::format("schema = MAP {{{}}}", fmt::join(entries, ", "));
 }
 
-std::string ReadParquetCall(const std::vector<std::string>& paths, const Schema& schema) {
+std::string ReadParquetCall(const std::vector<std::string>& paths, const Schema& schema,
+                            std::optional<int64_t> rows) {
   std::vector<std::string> quoted;
   quoted.reserve(paths.size());
   for (const std::string& p : paths) quoted.push_back(duck::QuoteLiteral(p));
-  return fmt::format("read_parquet([{}], hive_partitioning = false, {})", fmt::join(quoted, ", "),
-                     ParquetSchemaOption(schema));
+  std::string cardinality =
+      rows && *rows >= 0 ? fmt::format(", explicit_cardinality = {}", *rows) : "";
+  return fmt::format("read_parquet([{}], hive_partitioning = false{}, {})", fmt::join(quoted, ", "),
+                     cardinality, ParquetSchemaOption(schema));
 }
 
-std::string ParquetScanSql(const std::vector<std::string>& paths, const Schema& schema) {
+std::string ParquetScanSql(const std::vector<std::string>& paths, const Schema& schema,
+                           std::optional<int64_t> rows) {
   std::vector<std::string> columns;
   for (const NestedField& f : schema.fields) columns.push_back(QuoteId(f.name));
   if (!paths.empty()) {
     return fmt::format("SELECT {} FROM {}", fmt::join(columns, ", "),
-                       ReadParquetCall(paths, schema));
+                       ReadParquetCall(paths, schema, rows));
   }
   std::vector<std::string> typed;
   for (const NestedField& f : schema.fields) {

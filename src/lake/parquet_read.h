@@ -12,6 +12,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,12 +29,17 @@ std::string ParquetSchemaOption(const Schema& schema);
 // `read_parquet([...paths...], hive_partitioning = false, schema = ...)`: a table function
 // call over local file paths (at least one). Hive partitioning is off: a table's data
 // directories look like `city=oslo/` and must not add columns.
-std::string ReadParquetCall(const std::vector<std::string>& paths, const Schema& schema);
+// `rows`, when known (the manifests' record counts), is passed as explicit_cardinality:
+// with an explicit schema DuckDB otherwise estimates 1,000 rows a file, and a join of a
+// lake table with anything else may build its hash table on the wrong side.
+std::string ReadParquetCall(const std::vector<std::string>& paths, const Schema& schema,
+                            std::optional<int64_t> rows = std::nullopt);
 
 // A SELECT with exactly `schema`'s columns (names and DuckDB types, in order): every row of
 // `paths` through ReadParquetCall, or no rows when `paths` is empty (read_parquet refuses
 // an empty list).
-std::string ParquetScanSql(const std::vector<std::string>& paths, const Schema& schema);
+std::string ParquetScanSql(const std::vector<std::string>& paths, const Schema& schema,
+                           std::optional<int64_t> rows = std::nullopt);
 
 // An Iceberg name mapping (the table property schema.name-mapping.default): for each
 // top-level field id, the column names a file without field ids may give it. InvalidArgument

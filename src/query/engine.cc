@@ -87,6 +87,11 @@ Status QueryEngine::StartSession(duck::Connection& conn, std::string_view user,
       conn, {.user = user.empty() ? std::string("sluice") : std::string(user),
              .database = database.empty() ? std::string("sluice") : std::string(database),
              .server_version = options_.server_version}));
+  // The user functions the rewrites check, read once per process while no statement
+  // could have changed them: here rather than in the first query (rewrite.h).
+  if (options_.rewrites && !function_ddl_seen_.load(std::memory_order_relaxed)) {
+    RETURN_IF_ERROR(rewrite::WarmUpSession(conn, user_functions_.get()));
+  }
   SessionAuth a;
   a.user = std::string(user);
   const DataAuthorization& az = options_.authorization;

@@ -782,7 +782,10 @@ Status Planner::PlanRef(RefSite& site, SqlTree& tree, std::vector<LakeTableScan>
     if (!part.ok()) return part.status().WithContext(fmt::format("lake table {}", name));
     parts.push_back(std::move(*part));
   } else if (!plan.paths.empty() || !plan.deletes) {
-    parts.push_back(lake::ParquetScanSql(plan.paths, *schema));
+    // The kept files' rows for DuckDB's join order, when every kept file is in this read.
+    std::optional<int64_t> rows;
+    if (!plan.deletes) rows = plan.stats.records_kept;
+    parts.push_back(lake::ParquetScanSql(plan.paths, *schema, rows));
   }
   if (plan.deletes) {
     Result<std::string> part = lake::ScanWithDeletesSql(*plan.deletes, *schema);

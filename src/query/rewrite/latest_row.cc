@@ -18,35 +18,46 @@
 namespace sluice::query::rewrite {
 namespace {
 
-bool IsIntConstant(const Json& e, int64_t v) {
-  if (Str(e, "class") != "CONSTANT" || !e.contains("value")) return false;
+// An integer literal's value.
+std::optional<int64_t> IntConstant(const Json& e) {
+  if (Str(e, "class") != "CONSTANT" || !e.contains("value")) return std::nullopt;
   const Json& val = e["value"];
-  if (val.value("is_null", true)) return false;
+  if (val.value("is_null", true)) return std::nullopt;
   std::string id = val.contains("type") ? Str(val["type"], "id") : "";
   static const std::set<std::string, std::less<>> kInts = {"TINYINT",   "SMALLINT", "INTEGER",
                                                            "BIGINT",    "HUGEINT",  "UTINYINT",
                                                            "USMALLINT", "UINTEGER", "UBIGINT"};
-  if (!kInts.count(id)) return false;
-  return val.contains("value") && val["value"].is_number_integer() &&
-         val["value"].get<int64_t>() == v;
+  if (!kInts.count(id) || !val.contains("value") || !val["value"].is_number_integer())
+    return std::nullopt;
+  return val["value"].get<int64_t>();
 }
 
-// `e` is "the row number is 1": = 1, <= 1, < 2, either way round (D2). `is_ref` says
-// whether an operand is the row number.
+// The most rows per key a filter on the row number keeps (D2, D23): 1 for `= 1`, k for
+// `<= k` and `< k+1`, either way round; nullopt for anything else. `is_ref` says whether
+// an operand is the row number.
 template <typename IsRef>
-bool IsFirstRowFilter(const Json& e, const IsRef& is_ref) {
-  if (Str(e, "class") != "COMPARISON") return false;
+std::optional<int64_t> RowLimit(const Json& e, const IsRef& is_ref) {
+  if (Str(e, "class") != "COMPARISON") return std::nullopt;
   const Json& l = e["left"];
   const Json& r = e["right"];
   std::string t = Str(e, "type");
-  if (t == "COMPARE_EQUAL")
-    return (is_ref(l) && IsIntConstant(r, 1)) || (is_ref(r) && IsIntConstant(l, 1));
-  if (t == "COMPARE_LESSTHANOREQUALTO") return is_ref(l) && IsIntConstant(r, 1);
-  if (t == "COMPARE_GREATERTHANOREQUALTO") return is_ref(r) && IsIntConstant(l, 1);
-  if (t == "COMPARE_LESSTHAN") return is_ref(l) && IsIntConstant(r, 2);
-  if (t == "COMPARE_GREATERTHAN") return is_ref(r) && IsIntConstant(l, 2);
-  return false;
+  auto limit = [](std::optional<int64_t> k, int64_t minus) -> std::optional<int64_t> {
+    if (!k || *k - minus < 1) return std::nullopt;
+    return *k - minus;
+  };
+  if (t == "COMPARE_EQUAL") {
+    if ((is_ref(l) && IntConstant(r) == 1) || (is_ref(r) && IntConstant(l) == 1)) return 1;
+    return std::nullopt;
+  }
+  if (t == "COMPARE_LESSTHANOREQUALTO" && is_ref(l)) return limit(IntConstant(r), 0);
+  if (t == "COMPARE_GREATERTHANOREQUALTO" && is_ref(r)) return limit(IntConstant(l), 0);
+  if (t == "COMPARE_LESSTHAN" && is_ref(l)) return limit(IntConstant(r), 1);
+  if (t == "COMPARE_GREATERTHAN" && is_ref(r)) return limit(IntConstant(l), 1);
+  return std::nullopt;
 }
+
+// The most rows per key a top-k rewrite keeps (D23): each part holds k of them per key.
+constexpr int64_t kMaxRowLimit = 1000;
 
 struct OrderKey {
   bool descending = false;
@@ -112,7 +123,7 @@ Result<Planner::WindowMatch> Planner::MatchWindow(const Candidate& c) const {
   bool filtered = false;
   if (!IsNullOrMissing(n, "qualify")) {
     const Json& q = n["qualify"];
-    bool ok = IsFirstRowFilter(q, [&](const Json& e) {
+    std::optional<int64_t> limit = RowLimit(q, [&](const Json& e) {
       if (IsRowNumber(e) && !m.window) {
         m.window = &e;
         return true;
@@ -124,26 +135,31 @@ Result<Planner::WindowMatch> Planner::MatchWindow(const Candidate& c) const {
       }
       return false;
     });
-    if (!ok) return NotApplicable("QUALIFY other than the row number = 1");
+    if (!limit) return NotApplicable("QUALIFY other than the row number = 1 or <= k");
+    m.limit = *limit;
     filtered = true;
   }
   if (!m.window) return NotApplicable("no ROW_NUMBER");
   if (!filtered && c.consumer && !IsNullOrMissing(*c.consumer, "where_clause")) {
     for (const Json* conj : sql_tree::Conjuncts((*c.consumer)["where_clause"])) {
-      if (IsFirstRowFilter(*conj, [&](const Json& e) {
-            if (Str(e, "class") != "COLUMN_REF") return false;
-            const Json& parts = e["column_names"];
-            if (parts.empty() || !EqualsIgnoreCase(parts.back().get<std::string>(), m.alias))
-              return false;
-            return parts.size() == 1 ||
-                   (parts.size() == 2 &&
-                    EqualsIgnoreCase(parts[0].get<std::string>(), c.ref_alias));
-          })) {
+      // Every conjunct is applied again over the kept rows: the smallest limit holds.
+      std::optional<int64_t> limit = RowLimit(*conj, [&](const Json& e) {
+        if (Str(e, "class") != "COLUMN_REF") return false;
+        const Json& parts = e["column_names"];
+        if (parts.empty() || !EqualsIgnoreCase(parts.back().get<std::string>(), m.alias))
+          return false;
+        return parts.size() == 1 ||
+               (parts.size() == 2 && EqualsIgnoreCase(parts[0].get<std::string>(), c.ref_alias));
+      });
+      if (limit) {
+        m.limit = filtered ? std::min(m.limit, *limit) : *limit;
         filtered = true;
       }
     }
   }
-  if (!filtered) return NotApplicable("no row number = 1 filter");
+  if (!filtered) return NotApplicable("no row number = 1 (or <= k) filter");
+  if (m.limit > kMaxRowLimit)
+    return NotApplicable("the row number <= {}: more than {} rows per key", m.limit, kMaxRowLimit);
   const Json& w = *m.window;
   if (!w["children"].empty() || w.value("ignore_nulls", false) ||
       !IsNullOrMissing(w, "filter_expr") || w.value("distinct", false) ||
@@ -497,16 +513,40 @@ Result<Plan> Planner::TryLatestRow(Candidate& c) {
     }
   }
   if (aggs.empty()) aggs.push_back("count(*) AS __sluice_n");  // only the keys matter
+  // Top k per key (D23): the rows of the k least ordering keys, every kept column that is
+  // not a partition key carried in a struct (one arg_min list per key, in key order), then
+  // unnested with their positions as the row number.
+  const int64_t limit = m.limit;
+  int64_t carried_width = 0;
+  if (limit > 1) {
+    std::vector<std::string> fields;
+    for (size_t i = 0; i < kept.size(); ++i) {
+      if (auto it = partition_of.find(AsciiLower(kept[i].name)); it != partition_of.end()) {
+        extract[i] = fmt::format("__sluice_k{}", it->second);
+      } else {
+        fields.push_back(fmt::format("__sluice_r{} := {}", i, Quote(kept[i].name)));
+        extract[i] = fmt::format("__sluice_r{}", i);
+        carried_width += 2 * TypeWidth(kept[i].type);
+      }
+    }
+    if (fields.empty()) fields.push_back("__sluice_n := 1");
+    aggs = {fmt::format("arg_min(struct_pack({}), __sluice_key, {}) AS __sluice_l",
+                        fmt::join(fields, ", "), limit)};
+  }
 
   // N (D7): one part's groups must fit in part_memory_fraction of the memory limit.
   int64_t key_width = sort_key ? 48 : 16;
   int64_t per_group = 96;
   for (const Column& k : key_cols) per_group += 2 * TypeWidth(k.type);
-  for (const std::string& a : aggs) {
-    per_group += key_width + 8;
-    if (a.rfind("arg_min_null(", 0) == 0) {
-      for (const Column& col : kept)
-        per_group += a.find(Quote(col.name)) != std::string::npos ? 2 * TypeWidth(col.type) : 0;
+  if (limit > 1) {
+    per_group += limit * (key_width + 16 + carried_width);
+  } else {
+    for (const std::string& a : aggs) {
+      per_group += key_width + 8;
+      if (a.rfind("arg_min_null(", 0) == 0) {
+        for (const Column& col : kept)
+          per_group += a.find(Quote(col.name)) != std::string::npos ? 2 * TypeWidth(col.type) : 0;
+      }
     }
   }
   int parts = PartsFor(groups, per_group);
@@ -528,7 +568,9 @@ Result<Plan> Planner::TryLatestRow(Candidate& c) {
   size_t kept_i = 0;
   for (const Column& col : out_cols) {
     if (EqualsIgnoreCase(col.name, m.alias)) {
-      select_cols.push_back(fmt::format("1::BIGINT AS {}", Quote(col.name)));
+      select_cols.push_back(limit > 1
+                                ? fmt::format("CAST(__sluice_rn AS BIGINT) AS {}", Quote(col.name))
+                                : fmt::format("1::BIGINT AS {}", Quote(col.name)));
     } else if (kept_i < kept.size() && kept[kept_i].name == col.name) {
       select_cols.push_back(fmt::format("{} AS {}", extract[kept_i], Quote(col.name)));
       ++kept_i;
@@ -539,6 +581,21 @@ Result<Plan> Planner::TryLatestRow(Candidate& c) {
   auto part_sql = [&](int i) {
     std::string where =
         parts > 1 ? fmt::format(" WHERE hash({}) % {} = {}", key_list, parts, i) : "";
+    if (limit > 1) {
+      std::vector<std::string> unpacked;
+      for (const std::string& e : extract) {
+        if (e.rfind("__sluice_r", 0) == 0)
+          unpacked.push_back(
+              fmt::format("struct_extract(__sluice_e, {}) AS {}", duck::QuoteLiteral(e), e));
+      }
+      unpacked.push_back("__sluice_rn");
+      return fmt::format(
+          "SELECT {} FROM (SELECT {}, {} FROM (SELECT {}, unnest(__sluice_l) AS __sluice_e, "
+          "generate_subscripts(__sluice_l, 1) AS __sluice_rn FROM (SELECT {}, {} FROM (SELECT *, "
+          "{} AS __sluice_key FROM ({}) AS __sluice_in{}) GROUP BY {}))) AS __sluice_p",
+          fmt::join(select_cols, ", "), key_list, fmt::join(unpacked, ", "), key_list, key_list,
+          fmt::join(aggs, ", "), key_expr, input_sql, where, key_list);
+    }
     return fmt::format(
         "SELECT {} FROM (SELECT {}, {} FROM (SELECT *, {} AS __sluice_key FROM ({}) AS "
         "__sluice_in{}) GROUP BY {}) "
@@ -549,8 +606,9 @@ Result<Plan> Planner::TryLatestRow(Candidate& c) {
   int decoded = 0;
   for (const std::string& e : extract) decoded += e.find("__sluice_m") != std::string::npos ? 1 : 0;
   std::string how = fmt::format(
-      "latest row per key: {} rows (estimate {}), {} {} keys, {} B/key -> {} part(s); key {}; {} "
+      "{}: {} rows (estimate {}), {} {} keys, {} B/key -> {} part(s); key {}; {} "
       "of {} kept column(s) decoded from the key; {}; statistics {}",
+      limit > 1 ? fmt::format("top {} rows per key", limit) : std::string("latest row per key"),
       rows, est_rows, groups_bounded ? "at most" : "~", groups, per_group, parts,
       sort_key ? "create_sort_key"
                : fmt::format("packed {} bits", order_bits + exact_bits + hash_bits),

@@ -35,6 +35,7 @@ class Planner {
     const Json* window = nullptr;
     int item = -1;  // index in the select list, -1 when only in QUALIFY
     std::string alias;
+    int64_t limit = 1;  // the rows kept per key: 1, or k for `<= k` (D23)
   };
   bool IsLatestRowShape(const Candidate& c) const;
   Result<WindowMatch> MatchWindow(const Candidate& c) const;

@@ -20,6 +20,11 @@ std::shared_ptr<UserFunctionCache> MakeUserFunctionCache() {
   return std::make_shared<UserFunctionCache>();
 }
 
+bool UserFunctionsCached(UserFunctionCache& cache) {
+  std::lock_guard<std::mutex> lock(cache.mu);
+  return cache.user.has_value();
+}
+
 Status PlanningError(const Status& st, std::string_view what) {
   if (st.code() == StatusCode::kAborted || st.code() == StatusCode::kResourceExhausted) return st;
   return NotApplicable("{} failed: {}", what, st.message());

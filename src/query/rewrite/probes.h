@@ -66,6 +66,7 @@ using Catalogue = std::map<std::string, FunctionInfo>;
 // aggregate if either is and CONSISTENT only if both are. A built-in that an extension
 // loaded later adds is unknown here, and so not rewritten (D16).
 // With a `cache` (RewriteOptions::user_functions), the user functions are read once into it.
+bool UserFunctionsCached(UserFunctionCache& cache);
 Result<Catalogue> LoadCatalogue(duck::Connection& conn, UserFunctionCache* cache = nullptr,
                                 bool builtin_only = false);
 

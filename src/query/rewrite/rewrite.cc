@@ -110,6 +110,11 @@ Status WarmUp(duck::Connection& conn) {
   return Status::OK();
 }
 
+Status WarmUpSession(duck::Connection& conn, UserFunctionCache* cache) {
+  if (cache == nullptr || UserFunctionsCached(*cache)) return Status::OK();
+  return LoadCatalogue(conn, cache).status();
+}
+
 Status RunCleanup(duck::Connection& conn, const Plan& plan) {
   Status first;
   for (const std::string& s : plan.cleanup) {
