@@ -208,8 +208,8 @@ void RunOne(Choices& in) {
     std::string window = fmt::format("SELECT {}, row_number() OVER ({}) AS rn FROM {}{}",
                                      fmt::join(select, ", "), over, source, where);
     const uint32_t form = in.Below(5);
-    // The rows kept per key: 1, or top k (D23), in the filter's forms.
-    const uint32_t k = in.Maybe(60) ? 1 : 2 + in.Below(4);
+    // The rows kept per key: 1, or top k (D23: passes through), in the filter's forms.
+    const uint32_t k = in.Maybe(85) ? 1 : 2 + in.Below(4);
     const std::vector<std::string> filters =
         k == 1
             ? std::vector<std::string>{"rn = 1", "rn <= 1", "rn < 2", "1 = rn"}

@@ -56,9 +56,6 @@ std::optional<int64_t> RowLimit(const Json& e, const IsRef& is_ref) {
   return std::nullopt;
 }
 
-// The most rows per key a top-k rewrite keeps (D23): each part holds k of them per key.
-constexpr int64_t kMaxRowLimit = 1000;
-
 struct OrderKey {
   bool descending = false;
   bool nulls_first = false;
@@ -158,8 +155,9 @@ Result<Planner::WindowMatch> Planner::MatchWindow(const Candidate& c) const {
     }
   }
   if (!filtered) return NotApplicable("no row number = 1 (or <= k) filter");
-  if (m.limit > kMaxRowLimit)
-    return NotApplicable("the row number <= {}: more than {} rows per key", m.limit, kMaxRowLimit);
+  // Top k per key is DuckDB's window: measured slower as k-row aggregates (D23).
+  if (m.limit > 1)
+    return NotApplicable("the row number <= {}: top k per key is left to DuckDB's window", m.limit);
   const Json& w = *m.window;
   if (!w["children"].empty() || w.value("ignore_nulls", false) ||
       !IsNullOrMissing(w, "filter_expr") || w.value("distinct", false) ||
@@ -513,40 +511,15 @@ Result<Plan> Planner::TryLatestRow(Candidate& c) {
     }
   }
   if (aggs.empty()) aggs.push_back("count(*) AS __sluice_n");  // only the keys matter
-  // Top k per key (D23): the rows of the k least ordering keys, every kept column that is
-  // not a partition key carried in a struct (one arg_min list per key, in key order), then
-  // unnested with their positions as the row number.
-  const int64_t limit = m.limit;
-  int64_t carried_width = 0;
-  if (limit > 1) {
-    std::vector<std::string> fields;
-    for (size_t i = 0; i < kept.size(); ++i) {
-      if (auto it = partition_of.find(AsciiLower(kept[i].name)); it != partition_of.end()) {
-        extract[i] = fmt::format("__sluice_k{}", it->second);
-      } else {
-        fields.push_back(fmt::format("__sluice_r{} := {}", i, Quote(kept[i].name)));
-        extract[i] = fmt::format("__sluice_r{}", i);
-        carried_width += 2 * TypeWidth(kept[i].type);
-      }
-    }
-    if (fields.empty()) fields.push_back("__sluice_n := 1");
-    aggs = {fmt::format("arg_min(struct_pack({}), __sluice_key, {}) AS __sluice_l",
-                        fmt::join(fields, ", "), limit)};
-  }
-
   // N (D7): one part's groups must fit in part_memory_fraction of the memory limit.
   int64_t key_width = sort_key ? 48 : 16;
   int64_t per_group = 96;
   for (const Column& k : key_cols) per_group += 2 * TypeWidth(k.type);
-  if (limit > 1) {
-    per_group += limit * (key_width + 16 + carried_width);
-  } else {
-    for (const std::string& a : aggs) {
-      per_group += key_width + 8;
-      if (a.rfind("arg_min_null(", 0) == 0) {
-        for (const Column& col : kept)
-          per_group += a.find(Quote(col.name)) != std::string::npos ? 2 * TypeWidth(col.type) : 0;
-      }
+  for (const std::string& a : aggs) {
+    per_group += key_width + 8;
+    if (a.rfind("arg_min_null(", 0) == 0) {
+      for (const Column& col : kept)
+        per_group += a.find(Quote(col.name)) != std::string::npos ? 2 * TypeWidth(col.type) : 0;
     }
   }
   int parts = PartsFor(groups, per_group);
@@ -568,9 +541,7 @@ Result<Plan> Planner::TryLatestRow(Candidate& c) {
   size_t kept_i = 0;
   for (const Column& col : out_cols) {
     if (EqualsIgnoreCase(col.name, m.alias)) {
-      select_cols.push_back(limit > 1
-                                ? fmt::format("CAST(__sluice_rn AS BIGINT) AS {}", Quote(col.name))
-                                : fmt::format("1::BIGINT AS {}", Quote(col.name)));
+      select_cols.push_back(fmt::format("1::BIGINT AS {}", Quote(col.name)));
     } else if (kept_i < kept.size() && kept[kept_i].name == col.name) {
       select_cols.push_back(fmt::format("{} AS {}", extract[kept_i], Quote(col.name)));
       ++kept_i;
@@ -581,21 +552,6 @@ Result<Plan> Planner::TryLatestRow(Candidate& c) {
   auto part_sql = [&](int i) {
     std::string where =
         parts > 1 ? fmt::format(" WHERE hash({}) % {} = {}", key_list, parts, i) : "";
-    if (limit > 1) {
-      std::vector<std::string> unpacked;
-      for (const std::string& e : extract) {
-        if (e.rfind("__sluice_r", 0) == 0)
-          unpacked.push_back(
-              fmt::format("struct_extract(__sluice_e, {}) AS {}", duck::QuoteLiteral(e), e));
-      }
-      unpacked.push_back("__sluice_rn");
-      return fmt::format(
-          "SELECT {} FROM (SELECT {}, {} FROM (SELECT {}, unnest(__sluice_l) AS __sluice_e, "
-          "generate_subscripts(__sluice_l, 1) AS __sluice_rn FROM (SELECT {}, {} FROM (SELECT *, "
-          "{} AS __sluice_key FROM ({}) AS __sluice_in{}) GROUP BY {}))) AS __sluice_p",
-          fmt::join(select_cols, ", "), key_list, fmt::join(unpacked, ", "), key_list, key_list,
-          fmt::join(aggs, ", "), key_expr, input_sql, where, key_list);
-    }
     return fmt::format(
         "SELECT {} FROM (SELECT {}, {} FROM (SELECT *, {} AS __sluice_key FROM ({}) AS "
         "__sluice_in{}) GROUP BY {}) "
@@ -606,9 +562,8 @@ Result<Plan> Planner::TryLatestRow(Candidate& c) {
   int decoded = 0;
   for (const std::string& e : extract) decoded += e.find("__sluice_m") != std::string::npos ? 1 : 0;
   std::string how = fmt::format(
-      "{}: {} rows (estimate {}), {} {} keys, {} B/key -> {} part(s); key {}; {} "
+      "latest row per key: {} rows (estimate {}), {} {} keys, {} B/key -> {} part(s); key {}; {} "
       "of {} kept column(s) decoded from the key; {}; statistics {}",
-      limit > 1 ? fmt::format("top {} rows per key", limit) : std::string("latest row per key"),
       rows, est_rows, groups_bounded ? "at most" : "~", groups, per_group, parts,
       sort_key ? "create_sort_key"
                : fmt::format("packed {} bits", order_bits + exact_bits + hash_bits),
