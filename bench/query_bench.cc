@@ -342,9 +342,10 @@ struct RunResult {
   int64_t peak_bytes = 0;  // tree RSS, sampled, or the root's ru_maxrss when higher
   std::vector<std::string> answer;
   std::vector<std::string> columns;
-  std::string error;  // kFailed: what happened
-  std::string line;   // a one-shot child's answer line (the lake child's repeats)
-  double cpu_s = -1;  // the root process's CPU seconds, when known
+  std::string error;       // kFailed: what happened
+  std::string line;        // a one-shot child's answer line (the lake child's repeats)
+  double cpu_s = -1;       // the root process's CPU seconds, when known
+  double planning_s = -1;  // the server's planning of the query, when it says
 };
 
 struct Cell {
@@ -364,6 +365,15 @@ struct Cell {
     std::vector<double> v;
     for (const RunResult& r : runs) {
       if (r.outcome == Outcome::kFinished) v.push_back(r.seconds);
+    }
+    if (v.empty()) return std::nullopt;
+    return Median(v);
+  }
+  // The median planning time of the finished runs whose engine reports it.
+  std::optional<double> median_planning_s() const {
+    std::vector<double> v;
+    for (const RunResult& r : runs) {
+      if (r.outcome == Outcome::kFinished && r.planning_s >= 0) v.push_back(r.planning_s);
     }
     if (v.empty()) return std::nullopt;
     return Median(v);
@@ -419,6 +429,7 @@ RunResult RunOnce(Engine& engine, const EngineRunSpec& spec, int64_t cap_bytes, 
   } else {
     r.outcome = Outcome::kFinished;
     r.seconds = answer->seconds;
+    r.planning_s = answer->planning_seconds;
     r.answer = answer->values;
     r.columns = answer->columns;
     r.line = answer->line;
@@ -467,6 +478,10 @@ Json CellJson(const Context& ctx, const QueryBenchOptions& o, const Cell& c,
                            : std::string(OutcomeName(r.outcome)));
   }
   j["times_s"] = times;
+  std::optional<double> planning = c.median_planning_s();
+  j["planning_ms"] = planning ? Json(Round(*planning * 1000, 1)) : Json(nullptr);
+  j["planning_share"] =
+      planning && median && *median > 0 ? Json(Round(*planning / *median, 4)) : Json(nullptr);
   j["process_s"] = walls;
   j["peaks_gib"] = peaks;
   j["outcomes"] = outcomes;
@@ -543,6 +558,11 @@ void PrintRow(const Cell& c, const std::optional<double>& duckdb_median) {
   std::string answer = !c.answer_ok ? "-" : *c.answer_ok ? "ok" : "WRONG";
   std::string note = c.Note();
   if (!c.memory_applied) note = note.empty() ? "no memory setting" : "no memory setting; " + note;
+  if (std::optional<double> planning = c.median_planning_s(); planning && median && *median > 0) {
+    std::string planned =
+        fmt::format("planned in {:.0f} ms ({:.1f}%)", *planning * 1000, 100 * *planning / *median);
+    note = note.empty() ? planned : planned + "; " + note;
+  }
   fmt::print("{:<8} {:<6} {:<14} {:>10} {:>9} {:>9.2f} {:>9} {:>7}  {}\n", c.setting, c.query,
              c.engine, median ? fmt::format("{:.2f}", *median) : "-", ratio,
              static_cast<double>(c.peak_bytes()) / kGiB,

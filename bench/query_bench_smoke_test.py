@@ -73,6 +73,14 @@ def main():
                 fail(f"{r['engine']} {r['query']}: not finished with the right answer: {r}", proc)
             if r["answer"] != r["reference"] or not all(v.lstrip("-").isdigit() for v in r["answer"]):
                 fail(f"{r['engine']} {r['query']}: answer {r['answer']} vs reference {r['reference']}", proc)
+            # The server's planning time, from its log: only the sluice engines have one.
+            planning = r.get("planning_ms")
+            if r["engine"].startswith("sluice-"):
+                if not isinstance(planning, (int, float)) or planning < 0 or \
+                        not 0 <= r.get("planning_share", -1) < 1:
+                    fail(f"{r['engine']} {r['query']}: planning {planning}, share {r.get('planning_share')}", proc)
+            elif planning is not None:
+                fail(f"{r['engine']} {r['query']}: a planning time from an engine without one", proc)
         # The data was generated once and is reused (cached beside the reference answers).
         again = run(base + ["--engines", "duckdb", "--queries", "q1"], 60)
         if again.returncode != 0 or "generating" in again.stderr:

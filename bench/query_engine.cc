@@ -364,6 +364,7 @@ class SluiceServerRun : public EngineRun {
     }
     if (!error.empty()) return Failed(fmt::format("the query failed: {}", error));
     if (rows != 1) return InternalError("the query answered {} rows, not one", rows);
+    a.planning_seconds = PlanningSeconds();
     return a;
   }
 
@@ -382,6 +383,17 @@ class SluiceServerRun : public EngineRun {
   }
 
  private:
+  // The last "statement planned in X ms" of the server's log (it runs at debug level):
+  // the timed query is the session's only statement.
+  double PlanningSeconds() const {
+    static const std::regex kPlanned(R"(statement planned in ([0-9.]+) ms)");
+    std::string text = ReadFile(err_path_);
+    double ms = -1;
+    for (std::sregex_iterator it(text.begin(), text.end(), kPlanned), end; it != end; ++it)
+      ms = std::atof((*it)[1].str().c_str());
+    return ms < 0 ? -1 : ms / 1000;
+  }
+
   // Whether the server has been reaped (now or before).
   bool Reap(bool block) {
     while (!reaped_) {
@@ -470,7 +482,10 @@ class SluiceEngine : public Engine {
       out << config;
       if (!out) return ErrnoError("write", config_path, errno);
     }
+    // At debug level the server logs each statement's planning time (read by Execute).
     std::vector<std::string> args = {spec.sluice_binary,
+                                     "--log-level",
+                                     "debug",
                                      "serve",
                                      "--kafka-addr",
                                      "127.0.0.1:0",

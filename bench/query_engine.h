@@ -72,6 +72,9 @@ struct EngineRunSpec {
 // query to the last row) and the checksum row, each value the text of an integer.
 struct EngineAnswer {
   double seconds = 0;
+  // The server's planning of the query (lake planner, rewrites' planning; the parts not
+  // included), from its log; < 0 when the engine does not say (issue 29: kept under 5%).
+  double planning_seconds = -1;
   std::vector<std::string> columns;
   std::vector<std::string> values;
   std::string line;  // a one-shot child's whole answer line (JSON)

@@ -286,6 +286,18 @@ bool MentionsFunctionDdl(std::string_view sql) {
 
 Result<PlannedStatement> QueryEngine::Plan(duck::Connection& conn, std::string_view statement,
                                            bool allow_steps) const {
+  // The planning's time, at debug level (`sluice bench query` reports it): the lake
+  // planner and the rewrites' planning, not the parts the steps run.
+  struct PlanTimer {
+    std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+    std::optional<std::chrono::steady_clock::time_point> done;
+    ~PlanTimer() {
+      if (!kLog.Enabled(LogLevel::kDebug)) return;
+      auto end = done.value_or(std::chrono::steady_clock::now());
+      SLUICE_LOG(kLog, kDebug, "statement planned in {:.1f} ms",
+                 std::chrono::duration<double, std::milli>(end - start).count());
+    }
+  } timer;
   PlannedStatement out{std::string(statement), nullptr};
   // Only the rewrites run steps: without them a session need not plan the statement again
   // when its portal starts (design 0010, decision 25).
@@ -435,6 +447,7 @@ Result<PlannedStatement> QueryEngine::Plan(duck::Connection& conn, std::string_v
       SLUICE_LOG(kLog, kDebug, "rewrite step: {}", step);
     SLUICE_LOG(kLog, kDebug, "rewrite: {}; runs: {}", shared->explanation, shared->final_select);
   }
+  timer.done = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(out.sql, rewrite::RunSteps(conn, *shared));
   out.cleanup = [shared](duck::Connection& c) { (void)rewrite::RunCleanup(c, *shared); };
   return out;

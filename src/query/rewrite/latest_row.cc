@@ -606,6 +606,18 @@ Result<std::optional<std::vector<std::optional<std::string>>>> Planner::FooterSt
     starred.push_back(Json{{"class", "COLUMN_REF"}, {"column_names", Json::array({name})}});
     return &starred.back();
   };
+  // Only where one part holds every key (D21): the bound is an upper bound, and with
+  // several parts a scan's exact figures (a DOUBLE packed exactly, a smaller state per key,
+  // the keys counted) pay for themselves over the parts' passes. The size per key is the
+  // most the plan can need: every tie-breaking column carried by arg_min_null.
+  std::vector<Json> keys(w["partitions"].begin(), w["partitions"].end());
+  ASSIGN_OR_RETURN(std::optional<int64_t> bound, FooterKeyBound(conn_, tree_, n, keys, key_cols));
+  if (!bound) return none;
+  const int64_t per_aggregate = packable ? 24 : 56;  // a HUGEINT or a sort key, and a flag
+  int64_t most_per_key = 96 + per_aggregate;
+  for (const Column& k : key_cols) most_per_key += 2 * TypeWidth(k.type);
+  for (const Column& t : tiebreak) most_per_key += per_aggregate + 2 * TypeWidth(t.type);
+  if (PartsFor(*bound, most_per_key) > 1) return none;
   std::vector<const Json*> exprs;
   std::vector<Column> types;
   // A sort key (not packable) needs only the rows and the keys.
@@ -629,9 +641,6 @@ Result<std::optional<std::vector<std::optional<std::string>>>> Planner::FooterSt
   for (size_t j = 0; j < norders; ++j) {
     if (!footers->columns[j]) return none;
   }
-  std::vector<Json> keys(w["partitions"].begin(), w["partitions"].end());
-  ASSIGN_OR_RETURN(std::optional<int64_t> bound, FooterKeyBound(conn_, tree_, n, keys, key_cols));
-  if (!bound) return none;
   Row row(width);
   const int64_t rows = footers->rows;
   row[0] = std::to_string(rows);
