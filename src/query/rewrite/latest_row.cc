@@ -359,12 +359,15 @@ Result<Plan> Planner::TryLatestRow(Candidate& c) {
     }
   }
   // The same statistics from the Parquet footers when they answer every order key (D21):
-  // the keys bounded by their ranges there, integer tie-breaking columns by their bounds,
-  // other tie-breaking columns hashed (a DOUBLE's exactness needs every value).
+  // the keys bounded by their ranges there, integer tie-breaking columns by their bounds;
+  // with one part other tie-breaking columns hashed (a DOUBLE's exactness needs every
+  // value), with several the keys and the DOUBLEs scanned alone.
+  bool keys_counted = false;
   ASSIGN_OR_RETURN(auto footer_row, FooterStatistics(c, m, key_cols, order_cols, tiebreak, packable,
-                                                     stat_exprs.size(), order_at, exact_at));
+                                                     stat_exprs.size(), order_at, exact_at,
+                                                     stat_exprs, input_sql, &keys_counted));
   const bool footer_row_used = footer_row.has_value();
-  bool groups_bounded = footer_row_used;
+  bool groups_bounded = footer_row_used && !keys_counted;
   Rows stats;
   if (footer_row) {
     stats.push_back(std::move(*footer_row));
@@ -573,14 +576,17 @@ Result<Plan> Planner::TryLatestRow(Candidate& c) {
       : hashed.empty() ? "ties broken by the least kept columns, packed exactly"
                        : fmt::format("ties broken by a {}-bit hash of {} kept column(s)", hash_bits,
                                      hashed.size()),
-      footer_row_used ? "from the Parquet footers" : "scanned");
+      !footer_row_used ? "scanned"
+      : keys_counted   ? "from the Parquet footers, the keys scanned"
+                       : "from the Parquet footers");
   return Finish(c, RewriteKind::kLatestRow, parts, part_sql, how);
 }
 
 Result<std::optional<std::vector<std::optional<std::string>>>> Planner::FooterStatistics(
     const Candidate& c, const WindowMatch& m, const std::vector<Column>& key_cols,
     const std::vector<Column>& order_cols, const std::vector<Column>& tiebreak, bool packable,
-    size_t width, const std::vector<size_t>& order_at, std::vector<size_t>& exact_at) {
+    size_t width, const std::vector<size_t>& order_at, std::vector<size_t>& exact_at,
+    const std::vector<std::string>& stat_exprs, const std::string& input_sql, bool* keys_counted) {
   using Row = std::vector<std::optional<std::string>>;
   const std::optional<Row> none;
   const Json& n = *c.node;
@@ -617,7 +623,7 @@ Result<std::optional<std::vector<std::optional<std::string>>>> Planner::FooterSt
   int64_t most_per_key = 96 + per_aggregate;
   for (const Column& k : key_cols) most_per_key += 2 * TypeWidth(k.type);
   for (const Column& t : tiebreak) most_per_key += per_aggregate + 2 * TypeWidth(t.type);
-  if (PartsFor(*bound, most_per_key) > 1) return none;
+  const bool several = PartsFor(*bound, most_per_key) > 1;
   std::vector<const Json*> exprs;
   std::vector<Column> types;
   // A sort key (not packable) needs only the rows and the keys.
@@ -642,9 +648,30 @@ Result<std::optional<std::vector<std::optional<std::string>>>> Planner::FooterSt
     if (!footers->columns[j]) return none;
   }
   Row row(width);
-  const int64_t rows = footers->rows;
+  const int64_t rows = footers->rows;  // the files' rows: NULL codes are judged against them
   row[0] = std::to_string(rows);
   row[1] = std::to_string(std::min(*bound, rows + 1));
+  *keys_counted = false;
+  if (several) {
+    // Several parts: the keys counted and each DOUBLE tie-breaking column's exactness, in
+    // one scan of only their columns (the order keys' bounds stay the footers').
+    std::vector<std::string> narrow = {stat_exprs[1]};
+    std::vector<std::pair<size_t, size_t>> into = {{1, 0}};  // row index <- scan column
+    for (size_t t = 0; t < tiebreak.size(); ++t) {
+      if (exact_at[t] == 0 || tiebreak[t].type != "DOUBLE") continue;
+      for (size_t f = 0; f < 5; ++f) {
+        into.emplace_back(exact_at[t] + f, narrow.size());
+        narrow.push_back(stat_exprs[exact_at[t] + f]);
+      }
+    }
+    ASSIGN_OR_RETURN(auto scanned, Ask(conn_,
+                                       fmt::format("SELECT {} FROM ({}) AS __sluice_in",
+                                                   fmt::join(narrow, ", "), input_sql),
+                                       "statistics scan of the keys"));
+    if (scanned.size() != 1 || scanned[0].size() != narrow.size() || !scanned[0][0]) return none;
+    for (const auto& [at, col] : into) row[at] = scanned[0][col];
+    *keys_counted = true;
+  }
   auto fill = [&](size_t at, const FooterColumn& f) {
     if (f.lo) {
       row[at] = std::to_string(*f.lo);
@@ -656,7 +683,7 @@ Result<std::optional<std::vector<std::optional<std::string>>>> Planner::FooterSt
   for (size_t t = 0; t < tiebreak.size(); ++t) {
     if (tie_at[t] != SIZE_MAX && footers->columns[tie_at[t]]) {
       fill(exact_at[t], *footers->columns[tie_at[t]]);
-    } else {
+    } else if (!(several && exact_at[t] != 0 && tiebreak[t].type == "DOUBLE")) {
       exact_at[t] = 0;  // hashed
     }
   }

@@ -47,7 +47,8 @@ class Planner {
   Result<std::optional<std::vector<std::optional<std::string>>>> FooterStatistics(
       const Candidate& c, const WindowMatch& m, const std::vector<Column>& key_cols,
       const std::vector<Column>& order_cols, const std::vector<Column>& tiebreak, bool packable,
-      size_t width, const std::vector<size_t>& order_at, std::vector<size_t>& exact_at);
+      size_t width, const std::vector<size_t>& order_at, std::vector<size_t>& exact_at,
+      const std::vector<std::string>& stat_exprs, const std::string& input_sql, bool* keys_counted);
 
   // ---- group-by with very many groups (group_by.cc)
 
