@@ -131,25 +131,11 @@ Result<Plan> Planner::TryGroupBy(Candidate& c) {
     bool estimate_blind = options_.known_input_rows > duckdb_rows &&
                           (duckdb_rows <= 0 || est_groups <= 0 || est_groups * 10 >= duckdb_rows);
     if (estimate_blind || !fits_whole(est_groups)) {
-      constexpr int64_t kProbeRows = 1'000'000;
-      ASSIGN_OR_RETURN(
-          auto probe,
-          Ask(conn_,
-              fmt::format(
-                  "SELECT sum(c)::BIGINT, count(*), count(*) FILTER (WHERE c = 1) FROM (SELECT "
-                  "hash({0}) AS h, count(*) AS c FROM (SELECT {0} FROM ({1}) AS __sluice_in "
-                  "LIMIT {2}) AS __sluice_probe GROUP BY h)",
-                  key_list, key_sql, kProbeRows),
-              "group probe"));
-      if (probe.size() == 1 && probe[0][0] && probe[0][1] && probe[0][2]) {
+      ASSIGN_OR_RETURN(std::optional<int64_t> probe,
+                       ProbeGroups(conn_, key_list, key_sql, est_rows));
+      if (probe) {
         probed = true;
-        double n = std::atof(probe[0][0]->c_str());
-        double distinct = std::atof(probe[0][1]->c_str());
-        double once = std::atof(probe[0][2]->c_str());
-        double total = static_cast<double>(est_rows);
-        double estimate =
-            n <= 0 || n >= total ? distinct : std::sqrt(total / n) * once + (distinct - once);
-        est_groups = static_cast<int64_t>(std::min(estimate, std::max(total, distinct)));
+        est_groups = *probe;
         probe_groups = est_groups;
       }
     }

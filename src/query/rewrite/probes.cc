@@ -2,7 +2,10 @@
 // the collation and order settings.
 #include "query/rewrite/probes.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
@@ -18,6 +21,29 @@ struct UserFunctionCache {
 
 std::shared_ptr<UserFunctionCache> MakeUserFunctionCache() {
   return std::make_shared<UserFunctionCache>();
+}
+
+Result<std::optional<int64_t>> ProbeGroups(duck::Connection& conn, const std::string& key_list,
+                                           const std::string& input_sql, int64_t total_rows) {
+  constexpr int64_t kProbeRows = 1'000'000;
+  ASSIGN_OR_RETURN(
+      auto probe,
+      Ask(conn,
+          fmt::format("SELECT sum(c)::BIGINT, count(*), count(*) FILTER (WHERE c = 1) FROM (SELECT "
+                      "hash({0}) AS h, count(*) AS c FROM (SELECT {0} FROM ({1}) AS __sluice_in "
+                      "LIMIT {2}) AS __sluice_probe GROUP BY h)",
+                      key_list, input_sql, kProbeRows),
+          "group probe"));
+  if (probe.size() != 1 || !probe[0][0] || !probe[0][1] || !probe[0][2])
+    return std::optional<int64_t>();
+  double n = std::atof(probe[0][0]->c_str());
+  double distinct = std::atof(probe[0][1]->c_str());
+  double once = std::atof(probe[0][2]->c_str());
+  double total = static_cast<double>(total_rows);
+  double estimate =
+      n <= 0 || n >= total ? distinct : std::sqrt(total / n) * once + (distinct - once);
+  return std::optional<int64_t>(
+      static_cast<int64_t>(std::min(estimate, std::max(total, distinct))));
 }
 
 bool UserFunctionsCached(UserFunctionCache& cache) {

@@ -53,6 +53,13 @@ Result<int64_t> EstimateRows(duck::Connection& conn, const std::string& select);
 // keys (at most ~1M); it is cheaper per row than approx_count_distinct's HyperLogLog.
 std::string DistinctKeysExpr(const std::string& key_list, int64_t est_rows);
 
+// D13's probe: the keys among the first million rows of `input_sql` (which names them
+// `key_list`), and the groups of `total_rows` rows estimated from them with GEE
+// (sqrt(N/n) times the keys seen once, plus those seen more often); nullopt when the
+// probe returned nothing.
+Result<std::optional<int64_t>> ProbeGroups(duck::Connection& conn, const std::string& key_list,
+                                           const std::string& input_sql, int64_t total_rows);
+
 // DuckDB's function catalogue: which names are aggregates, and which are CONSISTENT (the
 // same value for the same input in every statement: D4).
 struct FunctionInfo {
