@@ -362,10 +362,11 @@ Result<Plan> Planner::TryLatestRow(Candidate& c) {
   // the keys bounded by their ranges there, integer tie-breaking columns by their bounds;
   // with one part other tie-breaking columns hashed (a DOUBLE's exactness needs every
   // value), with several the keys and the DOUBLEs scanned alone.
-  bool keys_counted = false;
-  ASSIGN_OR_RETURN(auto footer_row, FooterStatistics(c, m, key_cols, order_cols, tiebreak, packable,
-                                                     stat_exprs.size(), order_at, exact_at,
-                                                     stat_exprs, input_sql, &keys_counted));
+  bool keys_counted = false, keys_checked = false;
+  ASSIGN_OR_RETURN(
+      auto footer_row,
+      FooterStatistics(c, m, key_cols, order_cols, tiebreak, packable, stat_exprs.size(), order_at,
+                       exact_at, stat_exprs, input_sql, &keys_counted, &keys_checked));
   const bool footer_row_used = footer_row.has_value();
   bool groups_bounded = footer_row_used && !keys_counted;
   Rows stats;
@@ -526,8 +527,8 @@ Result<Plan> Planner::TryLatestRow(Candidate& c) {
     }
   }
   int parts = PartsFor(groups, per_group);
-  if (groups_bounded && parts > 1) {
-    // The footers' bound on the keys asks for parts: the keys are counted (D21).
+  if (groups_bounded && !keys_checked && parts > 1) {
+    // The footers' bound, taken for one part, asks for parts: the keys are counted (D21).
     ASSIGN_OR_RETURN(auto counted, Ask(conn_,
                                        fmt::format("SELECT count(*), {} FROM ({}) AS __sluice_in",
                                                    DistinctKeysExpr(key_list, est_rows), input_sql),
@@ -586,7 +587,8 @@ Result<std::optional<std::vector<std::optional<std::string>>>> Planner::FooterSt
     const Candidate& c, const WindowMatch& m, const std::vector<Column>& key_cols,
     const std::vector<Column>& order_cols, const std::vector<Column>& tiebreak, bool packable,
     size_t width, const std::vector<size_t>& order_at, std::vector<size_t>& exact_at,
-    const std::vector<std::string>& stat_exprs, const std::string& input_sql, bool* keys_counted) {
+    const std::vector<std::string>& stat_exprs, const std::string& input_sql, bool* keys_counted,
+    bool* keys_checked) {
   using Row = std::vector<std::optional<std::string>>;
   const std::optional<Row> none;
   const Json& n = *c.node;
@@ -651,7 +653,7 @@ Result<std::optional<std::vector<std::optional<std::string>>>> Planner::FooterSt
   const int64_t rows = footers->rows;  // the files' rows: NULL codes are judged against them
   row[0] = std::to_string(rows);
   row[1] = std::to_string(std::min(*bound, rows + 1));
-  *keys_counted = false;
+  *keys_counted = *keys_checked = false;
   if (several) {
     // Several parts: the keys are the bound when a probe of the first rows estimates them
     // within 1.5x below it (D20: an upper bound only costs parts), else counted; each DOUBLE
@@ -688,6 +690,7 @@ Result<std::optional<std::vector<std::optional<std::string>>>> Planner::FooterSt
       if (!row[1]) return none;
     }
     *keys_counted = !bound_holds;
+    *keys_checked = true;  // counted, or the bound confirmed for several parts
   }
   auto fill = [&](size_t at, const FooterColumn& f) {
     if (f.lo) {

@@ -43,12 +43,15 @@ class Planner {
   // D21: the statistics scan's row (`width` values: rows, keys, then each order key's four
   // at order_at[j] and each tie-breaking column's at exact_at[t]) from the Parquet footers,
   // or nullopt when they do not answer it. A tie-breaking column they do not bound gets
-  // exact_at[t] = 0 (hashed, not packed); the keys are the footers' upper bound.
+  // exact_at[t] = 0 (hashed, not packed). The keys are the footers' upper bound; when the
+  // bound asks for several parts they are checked (`keys_checked`): confirmed by a probe,
+  // or counted by a scan of the keys and the DOUBLE tie-breakers (`keys_counted`).
   Result<std::optional<std::vector<std::optional<std::string>>>> FooterStatistics(
       const Candidate& c, const WindowMatch& m, const std::vector<Column>& key_cols,
       const std::vector<Column>& order_cols, const std::vector<Column>& tiebreak, bool packable,
       size_t width, const std::vector<size_t>& order_at, std::vector<size_t>& exact_at,
-      const std::vector<std::string>& stat_exprs, const std::string& input_sql, bool* keys_counted);
+      const std::vector<std::string>& stat_exprs, const std::string& input_sql, bool* keys_counted,
+      bool* keys_checked);
 
   // ---- group-by with very many groups (group_by.cc)
 
