@@ -3,7 +3,7 @@ PRESET ?= release
 BUILD_DIR := build/$(PRESET)
 JOBS ?= $(shell nproc)
 
-.PHONY: setup configure build demo test test-slow test-asan bench bench-kafka format format-check tidy clean
+.PHONY: setup configure build demo test test-slow test-asan bench bench-kafka install deb format format-check tidy clean
 
 setup:
 	@scripts/setup.sh
@@ -45,6 +45,22 @@ bench: configure
 bench-kafka: configure
 	@$(MAKE) --no-print-directory build
 	@$(BUILD_DIR)/sluice bench kafka
+
+# Installs the release build's sluice under PREFIX (default /usr/local; DESTDIR for a
+# staging root): bin/sluice stripped, lib/sluice/libduckdb.so beside it (found through
+# $ORIGIN, so the tree can be copied anywhere), the debug information under
+# lib/debug/.build-id, the systemd unit, the config file (never overwritten) and the docs
+# (docs/install.md).
+PREFIX ?= /usr/local
+install: configure
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target sluice
+	@DESTDIR="$(DESTDIR)" cmake --install $(BUILD_DIR) --prefix $(PREFIX)
+
+# The Debian packages sluice and sluice-dbgsym in build/<preset>/packages/ (dpkg-deb only;
+# docs/install.md).
+deb: configure
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target sluice
+	@scripts/make-deb.sh $(BUILD_DIR)
 
 format:
 	@git ls-files '*.h' '*.cc' | xargs clang-format-14 -i

@@ -757,4 +757,26 @@ std::string PipelineSet::Health() const {
   return out;
 }
 
+std::string PipelineSet::Readiness() const {
+  std::lock_guard lock(mu_);
+  std::string out;
+  for (const auto& [name, e] : entries_) {
+    if (e->stopped) continue;
+    std::string problem;
+    {
+      std::lock_guard entry_lock(e->mu);
+      if (e->done) {
+        problem = e->result.ok() ? fmt::format("pipeline {} ({}) is not running", name, e->file)
+                                 : fmt::format("pipeline {} ({}) stopped: {}", name, e->file,
+                                               e->result.message());
+      }
+    }
+    if (problem.empty() && !e->runner) {
+      problem = fmt::format("pipeline {} ({}) has not started", name, e->file);
+    }
+    if (!problem.empty()) out += (out.empty() ? "" : "\n") + problem;
+  }
+  return out;
+}
+
 }  // namespace sluice::app

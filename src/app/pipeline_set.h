@@ -137,6 +137,9 @@ class PipelineSet {
   // "" when every pipeline runs; otherwise one line per pipeline that stopped on an error
   // or reports a problem (PipelineRunner::Health).
   std::string Health() const;
+  // "" when every pipeline not stopped by hand runs; otherwise one line per pipeline that
+  // has not started or has ended (for /readyz; a pipeline retrying its sink runs).
+  std::string Readiness() const;
 
  private:
   struct Entry;

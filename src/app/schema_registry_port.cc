@@ -15,12 +15,11 @@ namespace sluice::app {
 using schema::registry::KafkaSchemaLog;
 using schema::registry::Registry;
 
-Result<std::unique_ptr<SchemaRegistryPort>> SchemaRegistryPort::Start(
-    const Config& config, broker::KafkaService& kafka, std::shared_ptr<net::TlsContext> tls,
-    bool kafka_authenticates, bool cluster) {
+Result<std::string> SchemaRegistryPort::CheckConfig(const Config& config, bool have_tls,
+                                                    bool kafka_authenticates) {
   ASSIGN_OR_RETURN(std::string addr,
                    config.GetString("schema_registry.addr", kDefaultSchemaRegistryAddr));
-  if (addr == "off") return std::unique_ptr<SchemaRegistryPort>();
+  if (addr == "off") return addr;
   ASSIGN_OR_RETURN(std::string auth, config.GetString("schema_registry.auth",
                                                       kafka_authenticates ? "basic" : "none"));
   if (auth != "none" && auth != "basic") {
@@ -28,12 +27,23 @@ Result<std::unique_ptr<SchemaRegistryPort>> SchemaRegistryPort::Start(
                                 config.Origin("schema_registry.auth"), auth);
   }
   ASSIGN_OR_RETURN(bool use_tls, config.GetBool("schema_registry.tls", false));
-  if (use_tls && tls == nullptr) {
+  if (use_tls && !have_tls) {
     return InvalidArgumentError(
         "schema_registry.tls (set in {}) serves HTTPS with the tls: section's certificate, but "
         "there is no tls: section",
         config.Origin("schema_registry.tls"));
   }
+  return addr;
+}
+
+Result<std::unique_ptr<SchemaRegistryPort>> SchemaRegistryPort::Start(
+    const Config& config, broker::KafkaService& kafka, std::shared_ptr<net::TlsContext> tls,
+    bool kafka_authenticates, bool cluster) {
+  ASSIGN_OR_RETURN(std::string addr, CheckConfig(config, tls != nullptr, kafka_authenticates));
+  if (addr == "off") return std::unique_ptr<SchemaRegistryPort>();
+  ASSIGN_OR_RETURN(std::string auth, config.GetString("schema_registry.auth",
+                                                      kafka_authenticates ? "basic" : "none"));
+  ASSIGN_OR_RETURN(bool use_tls, config.GetBool("schema_registry.tls", false));
   std::unique_ptr<SchemaRegistryPort> p(new SchemaRegistryPort());
   p->tls_ = use_tls;
   p->registry_ = std::make_unique<Registry>(nullptr);

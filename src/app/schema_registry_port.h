@@ -39,6 +39,10 @@ inline constexpr const char* kDefaultSchemaRegistryAddr = "127.0.0.1:8081";
 
 class SchemaRegistryPort {
  public:
+  // The schema_registry.* settings checked as Start checks them, nothing started: the
+  // address it would listen on, or "off".
+  static Result<std::string> CheckConfig(const Config& config, bool have_tls,
+                                         bool kafka_authenticates);
   // Null when schema_registry.addr is off.
   static Result<std::unique_ptr<SchemaRegistryPort>> Start(const Config& config,
                                                            broker::KafkaService& kafka,

@@ -150,7 +150,9 @@ Result<std::unique_ptr<lake::ObjectCache>> OpenTieredCache(const lake::Storage& 
 }
 
 // The keys this root reads itself.
-constexpr std::string_view kOwnKeys[] = {"http.addr",
+constexpr std::string_view kOwnKeys[] = {"log.level",
+                                         "log.format",
+                                         "http.addr",
                                          "http.tls",
                                          "http.auth",
                                          "http.auth_metrics",
@@ -202,6 +204,25 @@ Result<std::vector<std::string>> AllowedHosts(const Config& config, const std::s
 
 }  // namespace
 
+Result<LogSettings> LogSettingsFrom(const Config& config) {
+  LogSettings out;
+  ASSIGN_OR_RETURN(std::string level, config.GetString("log.level", "info"));
+  Result<LogLevel> parsed_level = ParseLogLevel(level);
+  if (!parsed_level.ok()) {
+    return InvalidArgumentError("log.level (set in {}): {}", config.Origin("log.level"),
+                                parsed_level.status().message());
+  }
+  out.level = *parsed_level;
+  ASSIGN_OR_RETURN(std::string format, config.GetString("log.format", "text"));
+  Result<LogFormat> parsed_format = ParseLogFormat(format);
+  if (!parsed_format.ok()) {
+    return InvalidArgumentError("log.format (set in {}): {}", config.Origin("log.format"),
+                                parsed_format.status().message());
+  }
+  out.format = *parsed_format;
+  return out;
+}
+
 std::vector<std::string_view> ServeConfigKeys() {
   std::vector<std::string_view> keys(std::begin(kOwnKeys), std::end(kOwnKeys));
   for (std::string_view k : broker::ServeConfigKeys()) keys.push_back(k);
@@ -236,11 +257,11 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& given,
     }
     ASSIGN_OR_RETURN(std::string warehouse, config.GetString("warehouse", ""));
     std::error_code ec;
-    // (An empty data_dir is refused below, by the broker's settings.)
+    // (An empty data_dir is refused below, by the broker's settings.) A check makes nothing.
     if (!data_dir.empty() && !config.Has("warehouse") && !config.Has("catalog.uri") &&
         http != "off") {
       warehouse = data_dir + "/warehouse";
-      std::filesystem::create_directories(warehouse, ec);
+      if (!options.check_only) std::filesystem::create_directories(warehouse, ec);
       if (ec) return IOError("cannot make the warehouse {}: {}", warehouse, ec.message());
       config.Set("warehouse", warehouse, "the default: data_dir/warehouse");
     } else if (warehouse == "off") {
@@ -248,7 +269,7 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& given,
     }
     if (options.pipelines_dir.empty() && !data_dir.empty()) {
       options.pipelines_dir = data_dir + "/pipelines";
-      std::filesystem::create_directories(options.pipelines_dir, ec);
+      if (!options.check_only) std::filesystem::create_directories(options.pipelines_dir, ec);
       if (ec) {
         return IOError("cannot make the pipelines folder {}: {}", options.pipelines_dir,
                        ec.message());
@@ -262,6 +283,7 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& given,
   };
   // The broker checks every key against its own and the other modules' lists.
   ASSIGN_OR_RETURN(broker::ServeConfig sc, broker::ServeConfigFrom(config, ServeConfigKeys()));
+  RETURN_IF_ERROR(LogSettingsFrom(config).status());
   // S3 for lake tables (docs/design/0024): the AWS_* environment, overridden by `s3:`.
   ASSIGN_OR_RETURN(lake::S3Settings s3_settings, lake::S3SettingsFrom(config));
   lake::ConfigureS3(s3_settings);
@@ -277,11 +299,13 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& given,
     const std::string root = lake::NormalLocation(sc.broker.tiered_storage_bucket);
     ASSIGN_OR_RETURN(const lake::Storage* storage, lake::StorageFor(root));
     const uint64_t budget = static_cast<uint64_t>(tiered_cache_bytes);
-    ASSIGN_OR_RETURN(std::unique_ptr<lake::ObjectCache> cache,
-                     OpenTieredCache(*storage, tiered_cache_dir, budget, s3_settings));
-    say(fmt::format("tiered storage: {}, segments read through {} ({} MiB)", root, cache->dir(),
-                    budget >> 20));
-    sc.broker.remote_store = std::make_shared<LakeRemoteStore>(storage, root, std::move(cache));
+    if (!options.check_only) {  // a check makes no cache directory
+      ASSIGN_OR_RETURN(std::unique_ptr<lake::ObjectCache> cache,
+                       OpenTieredCache(*storage, tiered_cache_dir, budget, s3_settings));
+      say(fmt::format("tiered storage: {}, segments read through {} ({} MiB)", root, cache->dir(),
+                      budget >> 20));
+      sc.broker.remote_store = std::make_shared<LakeRemoteStore>(storage, root, std::move(cache));
+    }
   } else if (config.Has("tiered_storage.cache_dir") || config.Has("tiered_storage.cache_bytes")) {
     return InvalidArgumentError(
         "tiered_storage.cache_* (set in {}) without tiered_storage.bucket",
@@ -367,7 +391,9 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& given,
         "on S3",
         config.Origin("http.vend_credentials"));
   }
-  if (!warehouse.empty()) {
+  // A check opens an S3 warehouse (which makes nothing) but not a local one (which would
+  // make its directory).
+  if (!warehouse.empty() && (!options.check_only || lake::IsS3Location(warehouse))) {
     lake::RestCatalog::Options catalog_options{.warehouse = warehouse};
     if (vend) {
       catalog_options.vended_credentials = [] {
@@ -433,7 +459,40 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& given,
     int64_t budget = options.pipelines_memory_budget_bytes > 0
                          ? options.pipelines_memory_budget_bytes
                          : DefaultPipelineMemoryBudget();
-    ASSIGN_OR_RETURN(p->pipelines_, PipelineSet::Load(options.pipelines_dir, budget));
+    std::error_code ec;
+    if (!options.check_only || std::filesystem::is_directory(options.pipelines_dir, ec)) {
+      ASSIGN_OR_RETURN(p->pipelines_, PipelineSet::Load(options.pipelines_dir, budget));
+    }
+  }
+  if (options.check_only) {
+    ASSIGN_OR_RETURN(
+        std::string registry_addr,
+        SchemaRegistryPort::CheckConfig(config, sc.tls != nullptr, sc.broker.sasl.enabled));
+    say(fmt::format("Kafka on {}:{}{}, data in {}{}", sc.server.host, sc.server.port,
+                    sc.broker.sasl.enabled ? " (SASL)" : "", sc.broker.data_dir,
+                    sc.broker.cluster.enabled() ? ", one broker of a cluster (etcd)" : ""));
+    for (const broker::KafkaListener& l : sc.broker.listeners) {
+      say(fmt::format("Kafka listener {} on {}:{}", l.name, l.host, l.port));
+    }
+    say(http_addr == "off"
+            ? std::string("HTTP port off")
+            : fmt::format("HTTP port on {} ({}; /metrics, /healthz, /readyz, the console{})",
+                          http_addr, http_tls ? "https" : "http",
+                          warehouse.empty() ? "" : ", the Iceberg REST catalog of " + warehouse));
+    say(query_config.enabled ? fmt::format("Postgres wire protocol on {}:{}",
+                                           query_config.options.host, query_config.options.port)
+                             : std::string("query server off"));
+    say(registry_addr == "off" ? std::string("Schema Registry off")
+                               : fmt::format("Schema Registry on {}", registry_addr));
+    if (options.pipelines_dir.empty()) {
+      say("no pipelines folder");
+    } else if (p->pipelines_ == nullptr) {
+      say(fmt::format("pipelines folder {} does not exist yet (made at start)",
+                      options.pipelines_dir));
+    } else {
+      say(fmt::format("{} pipeline(s) in {}", p->pipelines_->size(), options.pipelines_dir));
+    }
+    return std::unique_ptr<ServeProcess>();
   }
 
   auto service = broker::KafkaService::Start(sc);
@@ -647,6 +706,7 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& given,
     http_options.peer_of = [peers](const std::string& addr, int port) {
       return peers->Get(addr, port);
     };
+    http_options.readiness = [process = p.get()] { return process->Readiness(); };
     ASSIGN_OR_RETURN(p->http_, HttpServer::Start(
                                    "127.0.0.1:0", MetricsRegistry::Global(),
                                    [s = p->pipelines_.get()] { return s ? s->Health() : ""; },
@@ -705,10 +765,29 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& given,
                       rest_catalog->uri));
     }
   }
+  p->phase_ = Phase::kReady;
   return p;
 }
 
+std::string ServeProcess::Readiness() const {
+  switch (phase_.load()) {
+    case Phase::kStarting:
+      return "starting";
+    case Phase::kStopping:
+      return "stopping";
+    case Phase::kReady:
+      break;
+  }
+  std::string out = kafka_ ? kafka_->broker().ClusterReadiness() : "";
+  if (pipelines_) {
+    const std::string pipelines = pipelines_->Readiness();
+    if (!pipelines.empty()) out += (out.empty() ? "" : "\n") + pipelines;
+  }
+  return out;
+}
+
 Status ServeProcess::Stop() {
+  phase_ = Phase::kStopping;
   if (stopped_) return Status::OK();
   stopped_ = true;
   // The query server's sessions end first (their running queries are interrupted).

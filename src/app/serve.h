@@ -12,6 +12,7 @@
 // flushes.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -21,6 +22,7 @@
 
 #include "app/pipeline_set.h"
 #include "base/config.h"
+#include "base/logging.h"
 #include "base/status.h"
 
 namespace sluice {
@@ -58,7 +60,19 @@ struct ServeOptions {
   // Called with each line `sluice serve` prints as a part starts listening ("serving Kafka
   // on ...", "metrics on ...", ...), in order; tests and scripts read the ports from them.
   std::function<void(const std::string&)> on_banner;
+  // `sluice serve --check-config`: every setting and pipeline file is checked as Start
+  // would, and nothing is made, opened or listened on; Start then returns null, having
+  // said through on_banner what would run.
+  bool check_only = false;
 };
+
+// `log:` (log.level, log.format): what `sluice serve` logs and how. Checked by Start;
+// the command line applies it before starting and on SIGHUP.
+struct LogSettings {
+  LogLevel level = LogLevel::kInfo;
+  LogFormat format = LogFormat::kText;
+};
+Result<LogSettings> LogSettingsFrom(const Config& config);
 
 // Every key `sluice serve` reads, gathered from the modules that read them (the broker's,
 // the query server's and this root's own): a key outside it is an error naming it and
@@ -75,8 +89,14 @@ class ServeProcess {
   ServeProcess(const ServeProcess&) = delete;
   ServeProcess& operator=(const ServeProcess&) = delete;
 
-  // The error of the broker's final close, if any. Idempotent.
+  // The error of the broker's final close, if any. Idempotent. /readyz answers 503
+  // "stopping" from its start.
   Status Stop();
+
+  // "" when the process takes work (/readyz): started, not stopping, the broker a member
+  // of its cluster (single node: always) and every pipeline not stopped by hand running;
+  // otherwise one line per reason. Any thread.
+  std::string Readiness() const;
 
   uint16_t kafka_port() const;
   // SIGHUP: the tls: section's certificate and key read again; open connections keep
@@ -107,6 +127,8 @@ class ServeProcess {
   std::unique_ptr<query::QueryEngine> query_engine_;
   std::unique_ptr<query::QueryServer> query_server_;
   bool stopped_ = false;
+  enum class Phase : int { kStarting, kReady, kStopping };
+  std::atomic<Phase> phase_{Phase::kStarting};
 };
 
 }  // namespace sluice::app

@@ -334,4 +334,20 @@ Status Config::CheckKnown(std::span<const std::string_view> known) const {
                               fmt::join(unknown, ", "));
 }
 
+std::vector<std::string> Config::ChangedKeys(const Config& a, const Config& b) {
+  std::vector<std::string> out;
+  auto same = [](const Entry& x, const Entry& y) {
+    return x.kind == y.kind && x.value == y.value && x.list == y.list;
+  };
+  for (const auto& [key, entry] : a.entries_) {
+    auto it = b.entries_.find(key);
+    if (it == b.entries_.end() || !same(entry, it->second)) out.push_back(key);
+  }
+  for (const auto& [key, entry] : b.entries_) {
+    if (!a.entries_.contains(key)) out.push_back(key);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 }  // namespace sluice

@@ -73,6 +73,10 @@ class Config {
   // when some known key lies under it.
   Status CheckKnown(std::span<const std::string_view> known) const;
 
+  // The keys set in one of `a` and `b` only, or to another value (origins are not
+  // compared), sorted: what a reload of the file changed.
+  static std::vector<std::string> ChangedKeys(const Config& a, const Config& b);
+
  private:
   enum class Kind { kScalar, kNull, kList };
   struct Entry {

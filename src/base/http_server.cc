@@ -186,7 +186,7 @@ bool Safelisted(std::string_view content_type) {
 
 std::string BrowserRefusal(const HttpBrowserGuard& guard, const HttpRequest& req,
                            bool accepts_forms) {
-  if (!guard.enabled || req.path == "/healthz") return "";
+  if (!guard.enabled || req.path == "/healthz" || req.path == "/readyz") return "";
   const bool any_host = Listed(guard, "*");
   std::optional<HostPort> host;
   if (const std::string* h = req.Header("host")) {
@@ -326,20 +326,26 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& addr,
     }
     res.set_content(registry.Render(), "text/plain; version=0.0.4; charset=utf-8");
   });
-  s->server_->Get("/healthz", [health, admit, from, guard_metrics](const httplib::Request& req,
-                                                                   httplib::Response& res) {
-    if (guard_metrics) {
-      HttpRequest r = from(req);
-      if (!admit(r, res)) return;
-    }
-    std::string problems = health ? health() : "";
-    if (problems.empty()) {
-      res.set_content("ok\n", "text/plain");
-    } else {
-      res.status = 503;
-      res.set_content(problems + "\n", "text/plain");
-    }
-  });
+  // /healthz and /readyz: 200 with `ok_text`, or 503 with what `check` says is wrong.
+  auto probe = [admit, from, guard_metrics](HealthCheck check, std::string ok_text) {
+    return [check = std::move(check), ok_text = std::move(ok_text), admit, from, guard_metrics](
+               const httplib::Request& req, httplib::Response& res) {
+      if (guard_metrics) {
+        HttpRequest r = from(req);
+        if (!admit(r, res)) return;
+      }
+      std::string problems = check ? check() : "";
+      if (problems.empty()) {
+        res.set_content(ok_text, "text/plain");
+      } else {
+        res.status = 503;
+        res.set_content(problems + "\n", "text/plain");
+      }
+    };
+  };
+  s->server_->Get("/healthz", probe(health, "ok\n"));
+  s->server_->Get("/readyz",
+                  options.readiness ? probe(options.readiness, "ready\n") : probe(health, "ok\n"));
   for (HttpRoute& route : routes) {
     // httplib matches patterns as regular expressions over the decoded path; the handler
     // gets the path as sent (req.target), so that an encoded '/' or 0x1F survives.

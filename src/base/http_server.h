@@ -101,7 +101,7 @@ using HttpAuthenticator = std::function<HttpAuthResult(const HttpRequest&)>;
 //   multipart or text/plain body): an Authorization, X-Sluice-Request, X-Client-Version,
 //   X-Iceberg-Access-Delegation or Idempotency-Key header, or another Content-Type. Routes
 //   with accepts_forms are exempt.
-// /healthz is never checked. No response ever carries CORS headers (Access-Control-*).
+// /healthz and /readyz are never checked. No response ever carries CORS headers (Access-Control-*).
 struct HttpBrowserGuard {
   bool enabled = false;
   // Host names (lower case, IPv6 without brackets) requests may name; "*": any.
@@ -119,9 +119,12 @@ std::string BrowserRefusal(const HttpBrowserGuard& guard, const HttpRequest& req
 
 struct HttpServerOptions {
   HttpAuthenticator authenticate;  // null: every request is allowed, principal ""
-  // /metrics and /healthz too (off: they stay open to whatever can reach the port, as
-  // Prometheus and load balancers expect).
+  // /metrics, /healthz and /readyz too (off: they stay open to whatever can reach the
+  // port, as Prometheus and load balancers expect).
   bool authenticate_metrics = false;
+  // /readyz: 200 "ready" when it returns "", else 503 with its lines (a service manager or
+  // load balancer waits for 200). Null: /readyz answers as /healthz does.
+  std::function<std::string()> readiness;
   // Behind a proxy on loopback (sluice serve's front door, which also does HTTPS): the
   // client's address for the proxy's connection from `addr`:`port`, "" for a connection
   // that did not come through the proxy — refused with 403, so that nobody bypasses the
@@ -138,9 +141,9 @@ class HttpServer {
   // thread, for each /healthz request.
   using HealthCheck = std::function<std::string()>;
 
-  // Binds `addr` ("HOST:PORT"; port 0 picks a free one) and serves /metrics, /healthz and
-  // `routes` (GET, HEAD, POST, PUT and DELETE). `registry` must outlive the server. A port
-  // that cannot be bound is an IOError naming `addr`.
+  // Binds `addr` ("HOST:PORT"; port 0 picks a free one) and serves /metrics, /healthz,
+  // /readyz and `routes` (GET, HEAD, POST, PUT and DELETE). `registry` must outlive the server. A
+  // port that cannot be bound is an IOError naming `addr`.
   static Result<std::unique_ptr<HttpServer>> Start(const std::string& addr,
                                                    MetricsRegistry& registry, HealthCheck health,
                                                    std::vector<HttpRoute> routes = {},

@@ -1,5 +1,5 @@
-// Logging: one named Logger per module, a process-wide level, one line per message on
-// stderr. Never log in a per-record hot path.
+// Logging: one named Logger per module, a process-wide level and format, one line per
+// message on stderr. Never log in a per-record hot path.
 //
 //   static const Logger kLog("storage");
 //   SLUICE_LOG(kLog, kWarn, "truncated {} bytes of {}", n, path);
@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -22,11 +23,26 @@ LogLevel GetLogLevel();
 // "debug", "info", "warn", "error", "off" (case-insensitive).
 Result<LogLevel> ParseLogLevel(std::string_view text);
 
+// text: "<UTC time> <LEVEL> <name>: <message>"; json: one JSON object per line,
+// {"ts":"<UTC time>","level":"info","logger":"<name>","msg":"<message>"}, for log
+// collectors (invalid UTF-8 in a message becomes U+FFFD, so every line parses).
+enum class LogFormat : int { kText = 0, kJson = 1 };
+void SetLogFormat(LogFormat format);
+LogFormat GetLogFormat();
+// "text" or "json" (case-insensitive).
+Result<LogFormat> ParseLogFormat(std::string_view text);
+
+// The line Logger::Write writes for `message` at `unix_ms`, in `format`, ending in '\n'.
+std::string FormatLogLine(LogFormat format, int64_t unix_ms, LogLevel level,
+                          std::string_view logger, std::string_view message);
+// `text` as a JSON string with its quotes.
+std::string JsonQuote(std::string_view text);
+
 class Logger {
  public:
   explicit constexpr Logger(std::string_view name) : name_(name) {}
   bool Enabled(LogLevel level) const;
-  // Writes one line: "<UTC time> <LEVEL> <name>: <message>".
+  // Writes one line in the process's format (FormatLogLine) to stderr.
   void Write(LogLevel level, std::string_view message) const;
   std::string_view name() const { return name_; }
 

@@ -13,6 +13,7 @@
 
 #include "auth/scram.h"
 #include "base/base64.h"
+#include "base/clock.h"
 #include "base/logging.h"
 #include "base/metrics.h"
 #include "broker/cluster_controller.h"
@@ -381,6 +382,15 @@ void Broker::SetAdvertisedAddress(std::string host, int32_t port) {
 
 void Broker::SetAdvertisedEndpoints(std::vector<MetadataSnapshot::Endpoint> endpoints) {
   publisher_.SetAdvertisedEndpoints(std::move(endpoints));
+}
+
+std::string Broker::ClusterReadiness() const {
+  if (cluster_ == nullptr) return "";
+  if (cluster_->BrokerEpoch() < 0) return "not registered in the cluster (etcd) yet";
+  if (MonotonicNanos() >= cluster_->LeaseDeadlineSource()->load()) {
+    return "its etcd lease is not current (the cluster may be moving its partitions away)";
+  }
+  return "";
 }
 
 std::shared_ptr<const MetadataSnapshot> Broker::Snapshot() const { return publisher_.Current(); }

@@ -102,6 +102,10 @@ class Broker : public RequestHandler {
   Status Close();
 
   const std::string& cluster_id() const { return cluster_id_; }
+  // "" when this broker serves clients as its cluster's member: always for a single node;
+  // with etcd, once registered and while its lease holds. Otherwise why not (for /readyz).
+  // Any thread.
+  std::string ClusterReadiness() const;
   // The user store every port authenticates against (phase D of 0019); shared with the
   // query server.
   const std::shared_ptr<auth::UserStore>& users() const { return users_; }

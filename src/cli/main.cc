@@ -1,5 +1,6 @@
 // The `sluice` command: argument parsing and wiring only; the work lives in the modules.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/signalfd.h>
@@ -15,11 +16,13 @@
 #include <thread>
 
 #include "app/serve.h"
+#include "base/clock.h"
 #include "base/config.h"
 #include "base/crc32c.h"
 #include "base/http_server.h"
 #include "base/logging.h"
 #include "base/metrics.h"
+#include "base/service_notify.h"
 #include "bench/compaction_bench.h"
 #include "bench/console_bench.h"
 #include "bench/disk_bench.h"
@@ -30,6 +33,7 @@
 #include "broker/server.h"
 #include "broker/service.h"
 #include "cli/acl_cmd.h"
+#include "cli/build_info.h"
 #include "cli/kafka_cmd.h"
 #include "cli/pipeline_cmd.h"
 #include "cli/quota_cmd.h"
@@ -43,8 +47,6 @@
 #include "query/server.h"
 
 namespace {
-
-constexpr const char* kVersion = "0.1.0";
 
 void AddDiskBenchOptions(CLI::App* cmd, sluice::bench::DiskBenchOptions* o) {
   cmd->add_option("--bytes-per-cell", o->bytes_per_cell, "bytes written per cell (default 8 GiB)")
@@ -348,21 +350,15 @@ struct ServeFlags {
   std::string schema_registry_addr;
   std::string node_id;  // kept as text: the config checks it (and says where it came from)
   std::string etcd, inter_broker_addr;
+  bool check_config = false;
+  bool log_level_given = false;  // --log-level on the command line: log.level is not read
 };
 
-// Runs `sluice serve` (app::ServeProcess) until SIGTERM or SIGINT; SIGHUP reloads the
-// tls: section's certificate and key. The signals are blocked in every thread (the threads
-// started later inherit the mask) and read from a signalfd here, so no work happens in a
-// signal handler.
-int RunServe(const ServeFlags& f) {
+// The settings `sluice serve` runs with: the config file's, with the flags set over them.
+sluice::Result<sluice::Config> ServeConfigOf(const ServeFlags& f) {
   sluice::Config config;
   if (!f.config_file.empty()) {
-    auto loaded = sluice::Config::LoadFile(f.config_file);
-    if (!loaded.ok()) {
-      std::fprintf(stderr, "sluice serve: %s\n", loaded.status().message().c_str());
-      return 2;
-    }
-    config = std::move(*loaded);
+    ASSIGN_OR_RETURN(config, sluice::Config::LoadFile(f.config_file));
   }
   if (!f.kafka_addr.empty()) config.Set("kafka.addr", f.kafka_addr, "--kafka-addr");
   if (!f.advertised_addr.empty())
@@ -381,6 +377,129 @@ int RunServe(const ServeFlags& f) {
   if (!f.etcd.empty()) config.Set("etcd", f.etcd, "--etcd");
   if (!f.inter_broker_addr.empty())
     config.Set("inter_broker_addr", f.inter_broker_addr, "--inter-broker-addr");
+  return config;
+}
+
+// One line of what `sluice serve` says on stdout: "sluice: <line>", or with log.format
+// json a log line of logger "serve", so that a collector reads every line alike.
+void Say(std::string_view line) {
+  std::string out = sluice::GetLogFormat() == sluice::LogFormat::kJson
+                        ? sluice::FormatLogLine(sluice::LogFormat::kJson, sluice::WallMillis(),
+                                                sluice::LogLevel::kInfo, "serve", line)
+                        : fmt::format("sluice: {}\n", line);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  std::fflush(stdout);
+}
+
+void ApplyLogSettings(const sluice::app::LogSettings& log, const ServeFlags& f) {
+  if (!f.log_level_given) sluice::SetLogLevel(log.level);
+  sluice::SetLogFormat(log.format);
+}
+
+// systemd's notify protocol (Type=notify): a socket that cannot be reached is said once.
+void Notify(std::string_view state) {
+  static bool said = false;
+  if (sluice::Status st = sluice::NotifyServiceManager(state); !st.ok() && !said) {
+    said = true;
+    Say(fmt::format("warning: cannot tell the service manager: {}", st.message()));
+  }
+}
+
+// /metrics' sluice_build_info: 1, labelled with what this binary is.
+void RegisterBuildInfo() {
+  const sluice::cli::BuildInfo& b = sluice::cli::GetBuildInfo();
+  sluice::MetricsRegistry::Global()
+      .GetGauge("sluice_build_info", "The sluice binary: its version, commit and build type",
+                {{"version", std::string(b.version)},
+                 {"commit", std::string(b.commit)},
+                 {"build_type", std::string(b.build_type)}})
+      .Set(1);
+}
+
+// SIGHUP: what can change while running is read again: the config file's log.level and
+// log.format, the tls: section's certificate and key, and the pipelines folder. Other keys
+// changed in the file are named as waiting for a restart. A file that no longer loads
+// changes nothing.
+void Reload(const ServeFlags& f, sluice::Config& current, sluice::app::ServeProcess& process) {
+  if (!f.config_file.empty()) {
+    sluice::Result<sluice::Config> next = ServeConfigOf(f);
+    sluice::Result<sluice::app::LogSettings> log =
+        next.ok() ? sluice::app::LogSettingsFrom(*next)
+                  : sluice::Result<sluice::app::LogSettings>(next.status());
+    if (!log.ok()) {
+      Say(fmt::format("SIGHUP: {} not read again, nothing changed: {}", f.config_file,
+                      log.status().message()));
+    } else {
+      ApplyLogSettings(*log, f);
+      std::vector<std::string> waiting;
+      for (std::string& key : sluice::Config::ChangedKeys(current, *next)) {
+        if (key != "log.level" && key != "log.format") waiting.push_back(std::move(key));
+      }
+      Say(fmt::format("SIGHUP: {} read again (log.level {}, log.format {}){}", f.config_file,
+                      next->Has("log.level") ? *next->GetString("log.level", "") : "info",
+                      log->format == sluice::LogFormat::kJson ? "json" : "text",
+                      waiting.empty() ? ""
+                                      : fmt::format("; changed, used after a restart: {}",
+                                                    fmt::join(waiting, ", "))));
+      current = std::move(*next);
+    }
+  }
+  // The old certificate stays in use when the new files do not load (the error says why).
+  sluice::Status st = process.ReloadTls();
+  if (st.ok()) {
+    Say("SIGHUP: TLS certificate and key reloaded");
+  } else {
+    Say(fmt::format("SIGHUP: TLS reload failed, the certificate in use stays: {}", st.ToString()));
+  }
+  if (sluice::app::PipelineSet* pipelines = process.pipelines()) {
+    auto reloaded = pipelines->Reload();
+    if (!reloaded.ok()) {
+      Say(fmt::format("SIGHUP: pipelines folder not reloaded: {}", reloaded.status().message()));
+    } else {
+      Say(fmt::format("SIGHUP: pipelines folder read again: {} added, {} removed, {} restarted",
+                      reloaded->added.size(), reloaded->removed.size(),
+                      reloaded->restarted.size()));
+    }
+  }
+}
+
+// Runs `sluice serve` (app::ServeProcess) until SIGTERM or SIGINT; SIGHUP reloads what can
+// be reloaded (Reload). The signals are blocked in every thread (the threads started later
+// inherit the mask) and read from a signalfd here, so no work happens in a signal handler.
+// Under systemd (Type=notify) it says READY=1 once every part runs, RELOADING=1 while
+// reloading and STOPPING=1 when stopping.
+int RunServe(const ServeFlags& f) {
+  sluice::Result<sluice::Config> loaded = ServeConfigOf(f);
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "sluice serve: %s\n", loaded.status().message().c_str());
+    return 2;
+  }
+  sluice::Config config = std::move(*loaded);
+  sluice::Result<sluice::app::LogSettings> log = sluice::app::LogSettingsFrom(config);
+  if (!log.ok()) {
+    std::fprintf(stderr, "sluice serve: %s\n", log.status().message().c_str());
+    return 2;
+  }
+  ApplyLogSettings(*log, f);
+
+  sluice::app::ServeOptions options;
+  options.pipelines_dir = f.pipelines_dir;
+  options.pipelines_memory_budget_bytes = f.pipelines_budget_mib << 20;
+  options.on_banner = [](const std::string& line) { Say(line); };
+  if (f.check_config) {
+    // Nothing is made or listened on; what would run is said.
+    options.check_only = true;
+    auto checked = sluice::app::ServeProcess::Start(config, options);
+    if (!checked.ok()) {
+      const bool setting = checked.status().code() == sluice::StatusCode::kInvalidArgument;
+      std::fprintf(stderr, "sluice serve --check-config: %s\n",
+                   (setting ? checked.status().message() : checked.status().ToString()).c_str());
+      return setting ? 2 : 1;
+    }
+    Say(fmt::format("configuration OK ({})",
+                    f.config_file.empty() ? "no config file, flags and defaults" : f.config_file));
+    return 0;
+  }
 
   sigset_t signals;
   sigemptyset(&signals);
@@ -396,13 +515,6 @@ int RunServe(const ServeFlags& f) {
     std::fprintf(stderr, "sluice serve: signalfd: %s\n", std::strerror(errno));
     return 1;
   }
-  sluice::app::ServeOptions options;
-  options.pipelines_dir = f.pipelines_dir;
-  options.pipelines_memory_budget_bytes = f.pipelines_budget_mib << 20;
-  options.on_banner = [](const std::string& line) {
-    fmt::print("sluice: {}\n", line);
-    std::fflush(stdout);
-  };
   auto process = sluice::app::ServeProcess::Start(config, options);
   if (!process.ok()) {
     // A setting is exit status 2; anything else that failed while starting, 1.
@@ -412,6 +524,9 @@ int RunServe(const ServeFlags& f) {
     ::close(sfd);
     return setting ? 2 : 1;
   }
+  RegisterBuildInfo();
+  Notify(fmt::format("READY=1\nSTATUS=serving Kafka on port {}\nMAINPID={}",
+                     (*process)->kafka_port(), ::getpid()));
 
   signalfd_siginfo info{};
   ssize_t n;
@@ -420,25 +535,19 @@ int RunServe(const ServeFlags& f) {
       n = ::read(sfd, &info, sizeof(info));
     } while (n < 0 && errno == EINTR);
     if (n != sizeof(info) || info.ssi_signo != SIGHUP) break;
-    // The old certificate stays in use when the new files do not load (the error says why).
-    sluice::Status st = (*process)->ReloadTls();
-    if (st.ok()) {
-      fmt::print("sluice: SIGHUP: TLS certificate and key reloaded\n");
-    } else {
-      fmt::print("sluice: SIGHUP: TLS reload failed, the certificate in use stays: {}\n",
-                 st.ToString());
-    }
-    std::fflush(stdout);
+    Notify(fmt::format("RELOADING=1\nMONOTONIC_USEC={}", sluice::MonotonicMicros()));
+    Reload(f, config, **process);
+    Notify(fmt::format("READY=1\nSTATUS=serving Kafka on port {}", (*process)->kafka_port()));
   }
   ::close(sfd);
-  fmt::print("sluice: {}, stopping\n",
-             n == sizeof(info) ? strsignal(static_cast<int>(info.ssi_signo)) : "signalfd failed");
-  std::fflush(stdout);
+  Notify("STOPPING=1\nSTATUS=stopping");
+  Say(fmt::format("{}, stopping", n == sizeof(info) ? strsignal(static_cast<int>(info.ssi_signo))
+                                                    : "signalfd failed"));
   if (sluice::Status st = (*process)->Stop(); !st.ok()) {
     std::fprintf(stderr, "sluice serve: closing logs: %s\n", st.ToString().c_str());
     return 1;
   }
-  fmt::print("sluice: stopped\n");
+  Say("stopped");
   return n == sizeof(info) ? 0 : 1;
 }
 
@@ -451,8 +560,18 @@ int main(int argc, char** argv) {
   // unknown subcommand as "a subcommand is required", which misleads.
   app.require_subcommand(0, 1);
   std::string log_level = "info";
-  app.add_option("--log-level", log_level, "debug, info, warn, error or off")
-      ->capture_default_str();
+  CLI::Option* log_level_flag =
+      app.add_option("--log-level", log_level,
+                     "debug, info, warn, error or off (overrides serve's log.level)")
+          ->capture_default_str();
+  app.add_flag_callback(
+      "--version",
+      [] {
+        const sluice::cli::BuildInfo& b = sluice::cli::GetBuildInfo();
+        fmt::print("sluice {} ({})\n", b.version, b.commit);
+        std::exit(0);
+      },
+      "print sluice's version and commit, and exit");
 
   auto* version = app.add_subcommand("version", "print versions of sluice and its libraries");
 
@@ -514,6 +633,10 @@ int main(int argc, char** argv) {
       "HOST:PORT of the Schema Registry (Confluent's REST API; default 127.0.0.1:8081; port 0: "
       "any free port; off: none; docs/design/0022-schemas.md)");
 
+  serve->add_flag("--check-config", serve_flags.check_config,
+                  "check the settings (config file, flags, pipeline files) as serve would, say "
+                  "what would run, and exit: 0 when they are good, 2 with what is wrong; "
+                  "nothing is made or listened on");
   serve->add_option("--node-id", serve_flags.node_id,
                     "this broker's id in a cluster (0 or more; with --etcd)");
   serve->add_option("--etcd", serve_flags.etcd,
@@ -955,13 +1078,18 @@ int main(int argc, char** argv) {
   sluice::SetLogLevel(*level);
 
   if (version->parsed()) {
-    fmt::print("sluice {}\nduckdb {}\nlibrdkafka {}\ncrc32c {}\n", kVersion,
-               sluice::duck::LibraryVersion(), sluice::kafka::client::LibraryVersion(),
+    const sluice::cli::BuildInfo& b = sluice::cli::GetBuildInfo();
+    fmt::print("sluice {}\ncommit {}\nbuild {} ({})\nduckdb {}\nlibrdkafka {}\ncrc32c {}\n",
+               b.version, b.commit, b.build_type, b.compiler, sluice::duck::LibraryVersion(),
+               sluice::kafka::client::LibraryVersion(),
                sluice::crc32c::HardwareAccelerated() ? "sse4.2" : "portable");
     return 0;
   }
   if (demo->parsed()) return sluice::bench::RunKafkaDemo(demo_opts);
-  if (serve->parsed()) return RunServe(serve_flags);
+  if (serve->parsed()) {
+    serve_flags.log_level_given = log_level_flag->count() > 0;
+    return RunServe(serve_flags);
+  }
   if (sql->parsed()) return sluice::cli::RunSql(sql_flags);
   if (user_add->parsed()) return sluice::cli::RunUserAdd(user_flags);
   if (user_passwd->parsed()) return sluice::cli::RunUserPasswd(user_flags);

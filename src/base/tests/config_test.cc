@@ -460,6 +460,19 @@ TEST_F(ConfigFileTest, MissingFileIsNotFoundNamingPath) {
   EXPECT_THAT(config.status().message(), HasSubstr(path));
 }
 
+TEST(ConfigTest, ChangedKeysComparesValuesNotOrigins) {
+  Result<Config> a = Config::Parse("a: 1\nb: [x, y]\nc: same\nd: gone\n", "one.yaml");
+  Result<Config> b = Config::Parse("c: same\na: 2\nb: [x, z]\ne: new\n", "two.yaml");
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(Config::ChangedKeys(*a, *b), (std::vector<std::string>{"a", "b", "d", "e"}));
+  EXPECT_TRUE(Config::ChangedKeys(*a, *a).empty());
+  Config flagged = *a;
+  flagged.Set("c", "same", "--flag");  // another origin, the same value
+  EXPECT_TRUE(Config::ChangedKeys(*a, flagged).empty());
+  flagged.Set("b", "x", "--flag");  // a scalar where there was a list
+  EXPECT_EQ(Config::ChangedKeys(*a, flagged), (std::vector<std::string>{"b"}));
+}
+
 TEST_F(ConfigFileTest, DirectoryIsIOErrorNamingPath) {
   Result<Config> config = Config::LoadFile(dir_.string());
   ASSERT_FALSE(config.ok());

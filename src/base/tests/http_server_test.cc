@@ -52,6 +52,35 @@ TEST(HttpServerTest, RoutesSeeHeadersLowerCasedAndSetTheirOwn) {
 
 // httplib's brotli is its slowest quality: answers are gzip when the client takes gzip, else
 // not compressed.
+// /readyz answers from the readiness check, /healthz from the health check; without a
+// readiness check /readyz is /healthz.
+TEST(HttpServerTest, ReadyzAnswersFromItsOwnCheck) {
+  std::atomic<bool> ready{false};
+  HttpServerOptions options;
+  options.readiness = [&] { return ready ? std::string() : std::string("starting"); };
+  static MetricsRegistry registry;
+  auto s = HttpServer::Start(
+      "127.0.0.1:0", registry, [] { return std::string(); }, {}, std::move(options));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  httplib::Client c("127.0.0.1", (*s)->port());
+  auto r = c.Get("/readyz");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 503);
+  EXPECT_EQ(r->body, "starting\n");
+  EXPECT_EQ(c.Get("/healthz")->status, 200);
+  ready = true;
+  r = c.Get("/readyz");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "ready\n");
+
+  auto plain = HttpServer::Start("127.0.0.1:0", registry, [] { return std::string("sick"); });
+  ASSERT_TRUE(plain.ok());
+  httplib::Client p("127.0.0.1", (*plain)->port());
+  EXPECT_EQ(p.Get("/readyz")->status, 503);
+  EXPECT_EQ(p.Get("/readyz")->body, "sick\n");
+}
+
 TEST(HttpServerTest, AnswersAreGzipNeverBrotli) {
   const std::string body(8192, 'x');
   auto server = Serve({{"/big/", [&](const HttpRequest&) {
@@ -253,6 +282,7 @@ TEST(HttpServerTest, BrowserGuardChecksHostOriginAndProof) {
   EXPECT_TRUE(refused(Req("POST", with({{"origin", "http://evil.example"}})), /*forms=*/true));
   // /healthz is never checked; a guard that is off checks nothing.
   EXPECT_FALSE(refused(Req("GET", {{"host", "evil.example"}}, "/healthz")));
+  EXPECT_FALSE(refused(Req("GET", {{"host", "evil.example"}}, "/readyz")));
   HttpBrowserGuard off;
   EXPECT_TRUE(BrowserRefusal(off, Req("POST", {{"host", "evil.example"}}), false).empty());
   // "*": any Host, but an Origin must still be the Host's.

@@ -90,5 +90,41 @@ TEST(LoggerTest, KeepsItsName) {
   EXPECT_EQ(log.name(), "kafka");
 }
 
+TEST(LogFormatTest, ParsesTextAndJsonAndRefusesOthers) {
+  EXPECT_EQ(*ParseLogFormat("text"), LogFormat::kText);
+  EXPECT_EQ(*ParseLogFormat("JSON"), LogFormat::kJson);
+  for (std::string_view bad : {"", "logfmt", "json "}) {
+    Result<LogFormat> r = ParseLogFormat(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find(fmt::format("'{}'", bad)), std::string::npos);
+  }
+}
+
+TEST(LogFormatTest, TextLineHasTimeLevelLoggerAndMessage) {
+  // 2026-12-07T05:44:31.123Z
+  EXPECT_EQ(FormatLogLine(LogFormat::kText, 1796622271123, LogLevel::kWarn, "storage", "hi"),
+            "2026-12-07T05:44:31.123Z WARN storage: hi\n");
+}
+
+TEST(LogFormatTest, JsonLineIsOneObjectWithEscapes) {
+  EXPECT_EQ(FormatLogLine(LogFormat::kJson, 1796622271123, LogLevel::kInfo, "serve",
+                          "a \"b\" \\ c\nd\te\x01\x7f"),
+            "{\"ts\":\"2026-12-07T05:44:31.123Z\",\"level\":\"info\",\"logger\":\"serve\","
+            "\"msg\":\"a \\\"b\\\" \\\\ c\\nd\\te\\u0001\\u007f\"}\n");
+}
+
+TEST(LogFormatTest, JsonKeepsUtf8AndReplacesInvalidBytes) {
+  EXPECT_EQ(JsonQuote("gr\xC3\xBC\xC3\x9F \xE2\x82\xAC \xF0\x9F\x98\x80"),
+            "\"gr\xC3\xBC\xC3\x9F \xE2\x82\xAC \xF0\x9F\x98\x80\"");
+  // A lone continuation byte, a truncated sequence, an overlong '/', a surrogate, 0xFF.
+  EXPECT_EQ(JsonQuote("a\x80"
+                      "b\xE2\x82"),
+            "\"a\\ufffdb\\ufffd\\ufffd\"");
+  EXPECT_EQ(JsonQuote("\xC0\xAF"), "\"\\ufffd\\ufffd\"");
+  EXPECT_EQ(JsonQuote("\xED\xA0\x80"), "\"\\ufffd\\ufffd\\ufffd\"");
+  EXPECT_EQ(JsonQuote("\xFF"), "\"\\ufffd\"");
+  EXPECT_EQ(JsonQuote(std::string_view("\0x", 2)), "\"\\u0000x\"");
+}
+
 }  // namespace
 }  // namespace sluice
