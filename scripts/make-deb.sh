@@ -28,30 +28,47 @@ mv "$STAGE/sluice/usr/lib/debug" "$STAGE/dbgsym/usr/lib/debug"
 info=$("$STAGE/sluice/usr/bin/sluice" version)
 upstream=$(echo "$info" | sed -n 's/^sluice //p')
 commit=$(echo "$info" | sed -n 's/^commit //p' | sed 's/-dirty$/.dirty/')
-when=$(git -C "$SRC" log -1 --format=%cd --date=format:%Y%m%d%H%M 2>/dev/null ||
-  date -u +%Y%m%d%H%M)
+when=$(TZ=UTC git -C "$SRC" log -1 --format=%cd --date=format-local:%Y%m%d%H%M%S 2>/dev/null ||
+  date -u +%Y%m%d%H%M%S)
 version="${upstream}~git${when}.${commit}-1"
 arch=$(dpkg --print-architecture)
 
-# The Debian package that ships a library a file links, as "pkg (>= upstream version)".
+# The Debian packages that ship the libraries the files link, "pkg (>= upstream version)"
+# each, one per line in $1; fails naming a library no package ships.
 needed_packages() {
+  list="$1"
+  shift
+  : >"$list"
+  # The files' own NEEDED entries (not their libraries' dependencies), resolved by ldd as
+  # the loader will (libduckdb.so through $ORIGIN: ours, skipped below).
   for file in "$@"; do
-    readelf -d "$file" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'
-  done | sort -u | while read -r lib; do
-    [ "$lib" = libduckdb.so ] && continue
-    path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ { print $NF; exit }')
-    [ -n "$path" ] || { echo "make-deb: $lib not found by ldconfig" >&2; exit 1; }
+    needed=$(readelf -d "$file" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | paste -sd' ')
+    ldd "$file" | awk -v needed=" $needed " '$2 == "=>" && $3 ~ /^\// &&
+      index(needed, " " $1 " ") { print $3 }'
+  done | sort -u >"$list.paths"
+  while read -r path; do
+    case "$path" in "$STAGE"/*) continue ;; esac
+    real=$(readlink -f "$path")
     pkg=""
-    for p in "$path" "$(readlink -f "$path")" "/usr$path" "${path#/usr}" \
-      "/usr$(readlink -f "$path")" "$(readlink -f "$path" | sed 's|^/usr||')"; do
-      pkg=$(dpkg -S "$p" 2>/dev/null | head -1 | cut -d: -f1) && [ -n "$pkg" ] && break
+    for p in "$path" "$real" "/usr$path" "${path#/usr}" "/usr$real" "${real#/usr}"; do
+      pkg=$(dpkg -S "$p" 2>/dev/null | head -1 | cut -d: -f1,2 | sed 's/:$//; s/: .*//')
+      [ -n "$pkg" ] && break
     done
-    [ -n "$pkg" ] || { echo "make-deb: no package ships $path" >&2; exit 1; }
-    v=$(dpkg-query -W -f='${Version}' "$pkg" | sed 's/-[^-]*$//; s/+.*$//')
-    echo "$pkg (>= $v)"
-  done | sort -u | paste -sd, | sed 's/,/, /g'
+    if [ -z "$pkg" ]; then
+      echo "make-deb: no Debian package ships $path" >&2
+      return 1
+    fi
+    # The version installed here, without its Debian revision (an epoch stays).
+    v=$(dpkg-query -W -f='${Version}\n' "$pkg" | head -1 | sed 's/-[^-]*$//; s/+.*$//')
+    echo "${pkg%%:*} (>= $v)" >>"$list"
+  done <"$list.paths"
+  rm -f "$list.paths"
 }
-depends=$(needed_packages "$STAGE/sluice/usr/bin/sluice" "$STAGE/sluice/usr/lib/sluice/libduckdb.so")
+needed_packages "$OUT/depends" "$STAGE/sluice/usr/bin/sluice" \
+  "$STAGE/sluice/usr/lib/sluice/libduckdb.so"
+# procps: /bin/kill of the unit's ExecReload; passwd: useradd in the postinst.
+depends=$( (sort -u "$OUT/depends"; echo "passwd"; echo "procps") | paste -sd, | sed 's/,/, /g')
+rm -f "$OUT/depends"
 build_id=$(readelf -n "$STAGE/sluice/usr/bin/sluice" | sed -n 's/.*Build ID: //p')
 
 # sluice
@@ -67,7 +84,7 @@ Version: $version
 Architecture: $arch
 Maintainer: sluice developers <sluice@localhost>
 Installed-Size: $size
-Depends: $depends, passwd
+Depends: $depends
 Section: database
 Priority: optional
 Homepage: https://github.com/sluice
@@ -109,4 +126,4 @@ dpkg-deb --root-owner-group -Zgzip -z1 --build "$STAGE/dbgsym" "$dbg" >/dev/null
 rm -rf "$STAGE"
 echo "$deb: $(du -k "$deb" | cut -f1) KiB, installed $size KiB"
 echo "$dbg: $(du -k "$dbg" | cut -f1) KiB, installed $dbg_size KiB"
-echo "Depends: $depends, passwd"
+echo "Depends: $depends"

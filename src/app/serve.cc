@@ -244,6 +244,7 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& given,
   // the data directory, unless set ("off": none).
   Config config = given;
   ServeOptions options = given_options;
+  bool default_pipelines_dir = false;  // DATA_DIR/pipelines, made when missing
   {
     ASSIGN_OR_RETURN(std::string data_dir, config.GetString("data_dir", "./sluice-data"));
     ASSIGN_OR_RETURN(std::string http, config.GetString("http.addr", kDefaultHttpAddr));
@@ -267,7 +268,8 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& given,
     } else if (warehouse == "off") {
       config.Set("warehouse", "", config.Origin("warehouse"));
     }
-    if (options.pipelines_dir.empty() && !data_dir.empty()) {
+    default_pipelines_dir = options.pipelines_dir.empty() && !data_dir.empty();
+    if (default_pipelines_dir) {
       options.pipelines_dir = data_dir + "/pipelines";
       if (!options.check_only) std::filesystem::create_directories(options.pipelines_dir, ec);
       if (ec) {
@@ -459,8 +461,10 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& given,
     int64_t budget = options.pipelines_memory_budget_bytes > 0
                          ? options.pipelines_memory_budget_bytes
                          : DefaultPipelineMemoryBudget();
+    // A check of a default folder not made yet finds no pipelines (serve makes it empty).
     std::error_code ec;
-    if (!options.check_only || std::filesystem::is_directory(options.pipelines_dir, ec)) {
+    if (!options.check_only || !default_pipelines_dir ||
+        std::filesystem::is_directory(options.pipelines_dir, ec)) {
       ASSIGN_OR_RETURN(p->pipelines_, PipelineSet::Load(options.pipelines_dir, budget));
     }
   }
@@ -468,6 +472,11 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& given,
     ASSIGN_OR_RETURN(
         std::string registry_addr,
         SchemaRegistryPort::CheckConfig(config, sc.tls != nullptr, sc.broker.sasl.enabled));
+    // The addresses the ports would parse when they start.
+    if (http_addr != "off") RETURN_IF_ERROR(SplitHostPort(http_addr, "http.addr").status());
+    if (registry_addr != "off") {
+      RETURN_IF_ERROR(SplitHostPort(registry_addr, "schema_registry.addr").status());
+    }
     say(fmt::format("Kafka on {}:{}{}, data in {}{}", sc.server.host, sc.server.port,
                     sc.broker.sasl.enabled ? " (SASL)" : "", sc.broker.data_dir,
                     sc.broker.cluster.enabled() ? ", one broker of a cluster (etcd)" : ""));

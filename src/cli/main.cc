@@ -381,14 +381,27 @@ sluice::Result<sluice::Config> ServeConfigOf(const ServeFlags& f) {
 }
 
 // One line of what `sluice serve` says on stdout: "sluice: <line>", or with log.format
-// json a log line of logger "serve", so that a collector reads every line alike.
-void Say(std::string_view line) {
+// json a log line of logger "serve" (at warn for a "warning: ..." line), so that a
+// collector reads every line alike.
+void Say(std::string_view line, sluice::LogLevel level = sluice::LogLevel::kInfo) {
+  if (line.starts_with("warning:")) level = sluice::LogLevel::kWarn;
   std::string out = sluice::GetLogFormat() == sluice::LogFormat::kJson
                         ? sluice::FormatLogLine(sluice::LogFormat::kJson, sluice::WallMillis(),
-                                                sluice::LogLevel::kInfo, "serve", line)
+                                                level, "serve", line)
                         : fmt::format("sluice: {}\n", line);
   std::fwrite(out.data(), 1, out.size(), stdout);
   std::fflush(stdout);
+}
+
+// A failure of `sluice serve` on stderr: "sluice serve: <line>", or with log.format json a
+// log line of logger "serve" at error.
+void SayError(std::string_view line) {
+  std::string out = sluice::GetLogFormat() == sluice::LogFormat::kJson
+                        ? sluice::FormatLogLine(sluice::LogFormat::kJson, sluice::WallMillis(),
+                                                sluice::LogLevel::kError, "serve", line)
+                        : fmt::format("sluice serve: {}\n", line);
+  std::fwrite(out.data(), 1, out.size(), stderr);
+  std::fflush(stderr);
 }
 
 void ApplyLogSettings(const sluice::app::LogSettings& log, const ServeFlags& f) {
@@ -418,9 +431,12 @@ void RegisterBuildInfo() {
 
 // SIGHUP: what can change while running is read again: the config file's log.level and
 // log.format, the tls: section's certificate and key, and the pipelines folder. Other keys
-// changed in the file are named as waiting for a restart. A file that no longer loads
-// changes nothing.
-void Reload(const ServeFlags& f, sluice::Config& current, sluice::app::ServeProcess& process) {
+// that differ from `started` (what the process started with) are named as waiting for a
+// restart, and a key the next start would refuse as unknown is named too. A file that no
+// longer loads changes nothing.
+void Reload(const ServeFlags& f, const sluice::Config& started,
+            sluice::app::ServeProcess& process) {
+  using sluice::LogLevel;
   if (!f.config_file.empty()) {
     sluice::Result<sluice::Config> next = ServeConfigOf(f);
     sluice::Result<sluice::app::LogSettings> log =
@@ -428,20 +444,27 @@ void Reload(const ServeFlags& f, sluice::Config& current, sluice::app::ServeProc
                   : sluice::Result<sluice::app::LogSettings>(next.status());
     if (!log.ok()) {
       Say(fmt::format("SIGHUP: {} not read again, nothing changed: {}", f.config_file,
-                      log.status().message()));
+                      log.status().message()),
+          LogLevel::kWarn);
     } else {
       ApplyLogSettings(*log, f);
       std::vector<std::string> waiting;
-      for (std::string& key : sluice::Config::ChangedKeys(current, *next)) {
+      for (std::string& key : sluice::Config::ChangedKeys(started, *next)) {
         if (key != "log.level" && key != "log.format") waiting.push_back(std::move(key));
       }
-      Say(fmt::format("SIGHUP: {} read again (log.level {}, log.format {}){}", f.config_file,
-                      next->Has("log.level") ? *next->GetString("log.level", "") : "info",
+      constexpr std::string_view kLevels[] = {"debug", "info", "warn", "error", "off"};
+      Say(fmt::format("SIGHUP: {} read again (log level {}{}, log format {}){}", f.config_file,
+                      kLevels[static_cast<int>(sluice::GetLogLevel())],
+                      f.log_level_given ? " from --log-level" : "",
                       log->format == sluice::LogFormat::kJson ? "json" : "text",
                       waiting.empty() ? ""
                                       : fmt::format("; changed, used after a restart: {}",
-                                                    fmt::join(waiting, ", "))));
-      current = std::move(*next);
+                                                    fmt::join(waiting, ", "))),
+          waiting.empty() ? LogLevel::kInfo : LogLevel::kWarn);
+      if (sluice::Status known = next->CheckKnown(sluice::app::ServeConfigKeys()); !known.ok()) {
+        Say(fmt::format("warning: SIGHUP: the next start would refuse {}: {}", f.config_file,
+                        known.message()));
+      }
     }
   }
   // The old certificate stays in use when the new files do not load (the error says why).
@@ -449,12 +472,14 @@ void Reload(const ServeFlags& f, sluice::Config& current, sluice::app::ServeProc
   if (st.ok()) {
     Say("SIGHUP: TLS certificate and key reloaded");
   } else {
-    Say(fmt::format("SIGHUP: TLS reload failed, the certificate in use stays: {}", st.ToString()));
+    Say(fmt::format("SIGHUP: TLS reload failed, the certificate in use stays: {}", st.ToString()),
+        LogLevel::kWarn);
   }
   if (sluice::app::PipelineSet* pipelines = process.pipelines()) {
     auto reloaded = pipelines->Reload();
     if (!reloaded.ok()) {
-      Say(fmt::format("SIGHUP: pipelines folder not reloaded: {}", reloaded.status().message()));
+      Say(fmt::format("SIGHUP: pipelines folder not reloaded: {}", reloaded.status().message()),
+          LogLevel::kWarn);
     } else {
       Say(fmt::format("SIGHUP: pipelines folder read again: {} added, {} removed, {} restarted",
                       reloaded->added.size(), reloaded->removed.size(),
@@ -507,20 +532,19 @@ int RunServe(const ServeFlags& f) {
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGHUP);
   if (pthread_sigmask(SIG_BLOCK, &signals, nullptr) != 0) {
-    std::fprintf(stderr, "sluice serve: cannot block signals\n");
+    SayError("cannot block signals");
     return 1;
   }
   int sfd = signalfd(-1, &signals, SFD_CLOEXEC);
   if (sfd < 0) {
-    std::fprintf(stderr, "sluice serve: signalfd: %s\n", std::strerror(errno));
+    SayError(fmt::format("signalfd: {}", std::strerror(errno)));
     return 1;
   }
   auto process = sluice::app::ServeProcess::Start(config, options);
   if (!process.ok()) {
     // A setting is exit status 2; anything else that failed while starting, 1.
     const bool setting = process.status().code() == sluice::StatusCode::kInvalidArgument;
-    std::fprintf(stderr, "sluice serve: %s\n",
-                 (setting ? process.status().message() : process.status().ToString()).c_str());
+    SayError(setting ? process.status().message() : process.status().ToString());
     ::close(sfd);
     return setting ? 2 : 1;
   }
@@ -544,7 +568,7 @@ int RunServe(const ServeFlags& f) {
   Say(fmt::format("{}, stopping", n == sizeof(info) ? strsignal(static_cast<int>(info.ssi_signo))
                                                     : "signalfd failed"));
   if (sluice::Status st = (*process)->Stop(); !st.ok()) {
-    std::fprintf(stderr, "sluice serve: closing logs: %s\n", st.ToString().c_str());
+    SayError(fmt::format("closing logs: {}", st.ToString()));
     return 1;
   }
   Say("stopped");

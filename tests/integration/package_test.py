@@ -201,15 +201,16 @@ def serve(root, work):
     argv = [os.path.join(root, "usr/bin/sluice")] + argv[1:3] + [conf_path]
     notify = Notifications(os.path.join(work, "notify"))
     env = dict(os.environ, NOTIFY_SOCKET=notify.path)
-    log = open(os.path.join(work, "serve.log"), "w+")
-    proc = subprocess.Popen(argv, cwd=data, env=env, stdout=log, stderr=subprocess.STDOUT)
-    return proc, ports, notify, log, conf_path
+    # O_APPEND: sluice's writes go to the end whatever the test's reads do.
+    log_path = os.path.join(work, "serve.log")
+    with open(log_path, "a") as log:
+        proc = subprocess.Popen(argv, cwd=data, env=env, stdout=log, stderr=subprocess.STDOUT)
+    return proc, ports, notify, log_path, conf_path
 
 
-def check_json_lines(log):
-    log.flush()
-    log.seek(0)
-    lines = [l for l in log.read().splitlines() if l.strip()]
+def check_json_lines(log_path):
+    with open(log_path) as log:
+        lines = [l for l in log.read().splitlines() if l.strip()]
     for line in lines:
         try:
             obj = json.loads(line)
@@ -221,6 +222,7 @@ def check_json_lines(log):
 
 
 def exercise(proc, ports, notify, log, conf_path):
+    """`log` is the path of the process's output."""
     notify.wait_for("READY=1", 90, proc)
     status, body = http_get(ports["http"], "/readyz")
     if status != 200 or body != "ready\n":
@@ -268,12 +270,24 @@ def exercise(proc, ports, notify, log, conf_path):
     if not any(m.startswith("RELOADING=1\nMONOTONIC_USEC=") for m in seen):
         fail(f"no RELOADING=1 before READY=1: {seen}")
     msgs = [o["msg"] for o in check_json_lines(log)]
-    reread = [m for m in msgs if m.startswith("SIGHUP: ") and "read again" in m]
-    if not reread or "log.level warn" not in reread[0] or \
+    reread = [m for m in msgs if m.startswith("SIGHUP: ") and "read again (" in m]
+    if not reread or "log level warn," not in reread[0] or \
             "used after a restart: http.addr" not in reread[0]:
         fail(f"SIGHUP said: {msgs[-6:]}")
     if http_get(ports["http"], "/readyz")[0] != 200:
         fail("/readyz after SIGHUP")
+    # A second SIGHUP still names what waits for a restart; an unknown key is named as
+    # what the next start would refuse.
+    open(conf_path, "a").write("kafka.adress: 127.0.0.1:1\n")
+    proc.send_signal(signal.SIGHUP)
+    notify.wait_for("READY=1", 60, proc)
+    records = check_json_lines(log)
+    reread = [o for o in records if o["msg"].startswith("SIGHUP: ") and "read again (" in o["msg"]]
+    if len(reread) != 2 or "http.addr" not in reread[1]["msg"] or reread[1]["level"] != "warn":
+        fail(f"second SIGHUP said: {[o['msg'] for o in records[-6:]]}")
+    if not any("next start would refuse" in o["msg"] and "kafka.adress" in o["msg"]
+               for o in records):
+        fail(f"the unknown key was not named: {[o['msg'] for o in records[-6:]]}")
 
     proc.send_signal(signal.SIGTERM)
     notify.wait_for("STOPPING=1", 30)
@@ -324,6 +338,13 @@ def check_config(root, work):
 
 
 def main():
+    if os.geteuid() != 0:
+        # The postinst gives files to the sluice user it makes (chown), as dpkg runs it.
+        print("SKIP: installing the package needs root")
+        sys.exit(77)
+    for tool in ("dpkg-deb", "kcat", "readelf", "objcopy"):
+        if shutil.which(tool) is None:
+            fail(f"{tool} is missing (scripts/setup.sh installs it)")
     work = tempfile.mkdtemp(prefix="sluice-package-")
     proc = None
     try:
@@ -341,6 +362,15 @@ def main():
         v = run([os.path.join(moved, "bin/sluice"), "version"]).stdout
         if not v.startswith("sluice ") or "\ncommit " not in v:
             fail(f"the copied tree's sluice version: {v!r}")
+        # Installing the same package again configures it again: nothing fails, the
+        # administrator's mode on the config stays.
+        os.chmod(os.path.join(root, "etc/sluice/sluice.yaml"), 0o600)
+        run(["dpkg", f"--root={root}", "--force-script-chrootless", "--force-depends",
+             "--force-not-root", "-i", deb])
+        if os.stat(os.path.join(root, "etc/sluice/sluice.yaml")).st_mode & 0o777 != 0o600:
+            fail("a reinstallation changed the config's mode")
+        if len(re.findall(r"^sluice:", open(os.path.join(root, "etc/passwd")).read(), re.M)) != 1:
+            fail("a reinstallation made a second sluice user")
         proc, ports, notify, log, conf_path = serve(root, work)
         exercise(proc, ports, notify, log, conf_path)
         proc = None

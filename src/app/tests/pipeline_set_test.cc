@@ -215,6 +215,43 @@ TEST_F(PipelineSetTest, PipelinesAreAddedRestartedReloadedAndRemovedOneByOne) {
 
 // Stopped by hand: the file says so (<file>.stopped), the budget's share is free, a restart
 // of the process keeps it stopped, and it starts again from its file as it is then.
+// Readiness (/readyz): every pipeline not stopped by hand runs; one not started yet, or
+// ended on an error, is named.
+TEST_F(PipelineSetTest, ReadinessNamesPipelinesThatDoNotRun) {
+  Write(dir_ / "a.yml", "a");
+  Write(dir_ / "b.yml", "b");
+  auto loaded = PipelineSet::Load(dir_.string(), 1024 * kMiB);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  PipelineSet& set = **loaded;
+  EXPECT_NE(set.Readiness().find("pipeline a"), std::string::npos) << set.Readiness();
+  EXPECT_NE(set.Readiness().find("has not started"), std::string::npos) << set.Readiness();
+  ASSERT_TRUE(set.Start().ok());
+  EXPECT_EQ(set.Readiness(), "");
+  ASSERT_TRUE(set.StopOne("a").ok());
+  EXPECT_EQ(set.Readiness(), "");  // stopped by hand: not a reason
+
+  // A handler whose SQL fails on the first batch ends its pipeline with the error.
+  Write(dir_ / "c.yml", "c");
+  {
+    std::ifstream in(dir_ / "c.yml");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    text.replace(text.find("SELECT n FROM batch"), 19, "SELECT error('boom') AS n FROM batch");
+    std::ofstream(dir_ / "c.yml") << text;
+  }
+  ASSERT_TRUE(set.Add((dir_ / "c.yml").string()).ok());
+  auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (set.Readiness().empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(20ms);
+  }
+  const std::string why = set.Readiness();
+  EXPECT_NE(why.find("pipeline c"), std::string::npos) << why;
+  EXPECT_NE(why.find("boom"), std::string::npos) << why;
+  EXPECT_EQ(why.find("pipeline b"), std::string::npos) << why;
+  ASSERT_TRUE(set.Remove("c").ok());
+  EXPECT_EQ(set.Readiness(), "");
+  set.Stop();
+}
+
 TEST_F(PipelineSetTest, APipelineStoppedByHandKeepsItsFileAndStaysStopped) {
   Write(dir_ / "a.yml", "a", "600MiB");
   Write(dir_ / "b.yml", "b", "300MiB");

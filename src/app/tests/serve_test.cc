@@ -10,6 +10,7 @@
 #include <chrono>
 #include <filesystem>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "broker/service.h"
@@ -64,6 +65,57 @@ TEST(ServeProcessTest, WarehouseWithoutTheHttpPortIsRefused) {
   EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(p.status().message().find("needs the HTTP port"), std::string::npos)
       << p.status().message();
+}
+
+// --check-config: the settings are checked as Start checks them, what would run is said,
+// and nothing is made or listened on.
+TEST(ServeProcessTest, CheckOnlyChecksSaysAndMakesNothing) {
+  storage::testing::TempDir dir("sluice-app");
+  const std::string data = dir.path() + "/data";
+  std::vector<std::string> said;
+  ServeOptions options;
+  options.check_only = true;
+  options.on_banner = [&](const std::string& line) { said.push_back(line); };
+  auto p = ServeProcess::Start(LoopbackConfig(data), options);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(*p, nullptr);
+  EXPECT_FALSE(std::filesystem::exists(data));
+  const std::string all = fmt::format("{}", fmt::join(said, "\n"));
+  EXPECT_NE(all.find("Kafka on 127.0.0.1:0"), std::string::npos) << all;
+  EXPECT_NE(all.find("Postgres wire protocol on 127.0.0.1:0"), std::string::npos) << all;
+  EXPECT_NE(all.find("does not exist yet"), std::string::npos) << all;
+
+  // What Start refuses, the check refuses, with the key and where it was set.
+  const std::vector<std::tuple<std::string, std::string, std::string>> bad = {
+      {"http.addr", "localhost", "http.addr"},
+      {"schema_registry.addr", "127.0.0.1:99999", "schema_registry.addr"},
+      {"log.format", "xml", "log.format"},
+      {"log.level", "loud", "log.level"},
+      {"storage.flush.ms", "soon", "storage.flush.ms"},
+      {"query.memory_limt", "1GiB", "query.memory_limt"}};
+  for (const auto& [key, value, named] : bad) {
+    Config c = LoopbackConfig(data);
+    c.Set(key, value, "sluice.yaml:3");
+    auto r = ServeProcess::Start(c, options);
+    ASSERT_FALSE(r.ok()) << key;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status().ToString();
+    EXPECT_NE(r.status().message().find(named), std::string::npos) << r.status().message();
+  }
+  // A pipelines folder named and missing is refused, as at start.
+  ServeOptions named = options;
+  named.pipelines_dir = dir.path() + "/no-such-folder";
+  EXPECT_FALSE(ServeProcess::Start(LoopbackConfig(data), named).ok());
+  EXPECT_FALSE(std::filesystem::exists(data));
+}
+
+// /readyz: not ready while starting and from the start of Stop; ready in between.
+TEST(ServeProcessTest, ReadinessFollowsStartAndStop) {
+  storage::testing::TempDir dir("sluice-app");
+  auto p = ServeProcess::Start(LoopbackConfig(dir.path() + "/data"), {});
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ((*p)->Readiness(), "");
+  ASSERT_TRUE((*p)->Stop().ok());
+  EXPECT_EQ((*p)->Readiness(), "stopping");
 }
 
 TEST(ServeProcessTest, StartsEveryPartAnnouncesItAndStops) {
