@@ -103,6 +103,7 @@ class ServeProcess {
   // theirs, new ones take the new ones; a file that does not load keeps the old in use
   // (the error says why). OK and nothing done without a tls: section.
   Status ReloadTls();
+  bool has_tls() const { return tls_ != nullptr; }
   int http_port() const;             // 0: off
   int pg_port() const;               // 0: off
   int schema_registry_port() const;  // 0: off

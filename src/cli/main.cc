@@ -469,7 +469,9 @@ void Reload(const ServeFlags& f, const sluice::Config& started,
   }
   // The old certificate stays in use when the new files do not load (the error says why).
   sluice::Status st = process.ReloadTls();
-  if (st.ok()) {
+  if (!process.has_tls()) {
+    // No tls: section, nothing to reload.
+  } else if (st.ok()) {
     Say("SIGHUP: TLS certificate and key reloaded");
   } else {
     Say(fmt::format("SIGHUP: TLS reload failed, the certificate in use stays: {}", st.ToString()),
