@@ -2,9 +2,9 @@
 // input's bytes choose a table (rows, column types, NULLs, how often values repeat, so full
 // ties happen), whether it is read from a Parquet file of small row groups (the footers'
 // statistics, D21), and a query of a shape the rewrites take: the latest row per key
-// (ROW_NUMBER = 1 in its forms: the consumer's WHERE, QUALIFY, a CTE; a WHERE on the
-// window query; `*` or chosen columns; an aggregate consumer) or a group-by with its
-// consumer. The rewritten plan runs with 1, 2 and 3 parts, and its answer must be one that
+// (ROW_NUMBER = 1 in its forms: the consumer's WHERE, QUALIFY, a CTE; DISTINCT ON, D24; a
+// WHERE on the window query; `*` or chosen columns; an aggregate consumer) or a group-by
+// with its consumer. The rewritten plan runs with 1, 2 and 3 parts, and its answer must be one that
 // DuckDB's own plan of the same query allows:
 //  - a group-by, or a latest-row query whose consumer reads only what full ties share: the
 //    same rows as DuckDB's (as a multiset);
@@ -235,6 +235,20 @@ void RunOne(Choices& in) {
       sql = fmt::format(
           "WITH w AS ({} QUALIFY {}) SELECT count(*), count(DISTINCT ({})), max(rn) FROM w", window,
           filters[0], fmt::join(partition, ", "));
+      exact = true;
+    }
+    if (k == 1 && !orders.empty() && in.Maybe(25)) {
+      // DISTINCT ON (D24): the first row per key by the rest of the ORDER BY. Judged
+      // exactly: whole rows with a unique order, else what full ties share.
+      const std::string distinct = fmt::format(
+          "SELECT DISTINCT ON ({0}) {1} FROM {2}{3} ORDER BY {0}, {4}", fmt::join(partition, ", "),
+          fmt::join(select, ", "), source, where, fmt::join(orders, ", "));
+      sql = unique_order
+                ? distinct
+                : fmt::format(
+                      "WITH w AS ({}) SELECT count(*), count(DISTINCT ({})), min({}), "
+                      "max({}) FROM w",
+                      distinct, fmt::join(partition, ", "), partition[0], partition.back());
       exact = true;
     }
     std::string sel = fmt::format("{}", fmt::join(select, ", "));

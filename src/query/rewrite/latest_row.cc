@@ -252,9 +252,12 @@ Result<Plan> Planner::TryLatestRow(Candidate& c) {
   std::optional<std::set<std::string>> referenced;
   bool has_col_aliases =
       c.slot && c.slot->contains("column_name_alias") && !(*c.slot)["column_name_alias"].empty();
-  if (c.slot && !has_col_aliases)
+  if (c.referenced_known) {
+    referenced = c.referenced;
+  } else if (c.slot && !has_col_aliases) {
     referenced =
         ReferencedNames(tree_, root_doc_, c.cte_name.empty() ? c.slot : c.node, c.ref_alias);
+  }
   // A plain `*` or `t.*` passes its columns under their own names.
   bool plain_star = false;
   std::string star_relation;  // "t" for `t.*`

@@ -20,11 +20,25 @@ Result<Plan> Planner::Run() {
     return NotApplicable("not a SELECT DuckDB parses: {}", tree_.prefix());
   if (tree_.statement_count() != 1) return NotApplicable("not exactly one statement");
   root_doc_ = tree_.doc();
-  Json& statement = root_doc_["statements"][0];
+  const Json& statement = root_doc_["statements"][0];
   if (!statement.is_object() || !statement.contains("node") || !statement["node"].is_object()) {
     return NotApplicable("a statement without a query node");
   }
-  Json& root = statement["node"];
+  Result<Plan> plan = TryCandidates(nullptr);
+  if (plan.ok() || plan.status().code() != StatusCode::kUnimplemented) return plan;
+  // D24: DISTINCT ON ... ORDER BY written as the latest-row window, on a fresh copy; only
+  // a latest-row plan of a converted node is taken from it (elsewhere the query stays as
+  // it was written).
+  root_doc_ = tree_.doc();
+  ASSIGN_OR_RETURN(int converted, ConvertDistinctOn(root_doc_["statements"][0]["node"]));
+  if (converted == 0) return plan;
+  std::vector<const Json*> inners;
+  FindConvertedInners(root_doc_["statements"][0]["node"], inners);
+  return TryCandidates(&inners);
+}
+
+Result<Plan> Planner::TryCandidates(const std::vector<const Json*>* only) {
+  Json& root = root_doc_["statements"][0]["node"];
   std::vector<Candidate> candidates;
   candidates.push_back({&root, nullptr, nullptr, "", "", {}});
   std::vector<CteEntry> scope;
@@ -32,10 +46,33 @@ Result<Plan> Planner::Run() {
   Status last = NotApplicable("no latest-row or group-by shape");
   for (Candidate& c : candidates) {
     if (Str(*c.node, "type") != "SELECT_NODE") continue;
+    if (only && std::find(only->begin(), only->end(), c.node) == only->end()) continue;
+    if (only) {
+      // D24: the converted node's consumer only passes its columns on (`* EXCLUDE` the
+      // row number and the keys, ordered by the keys): what the rest of the query reads of
+      // that consumer is what it reads of this node, with the consumer's own names.
+      for (const Candidate& outer : candidates) {
+        if (outer.node != c.consumer) continue;
+        const bool aliased = outer.slot && outer.slot->contains("column_name_alias") &&
+                             !(*outer.slot)["column_name_alias"].empty();
+        if (outer.slot && !aliased) {
+          c.referenced = ReferencedNames(
+              tree_, root_doc_, outer.cte_name.empty() ? outer.slot : outer.node, outer.ref_alias);
+          if (c.referenced) {
+            for (const Json& item : (*c.node)["select_list"]) {
+              const std::string alias = AsciiLower(Str(item, "alias"));
+              if (alias.rfind("__sdo_", 0) == 0) c.referenced->insert(alias);
+            }
+          }
+          c.referenced_known = true;
+        }
+      }
+    }
     auto plan = TryLatestRow(c);
     if (plan.ok()) return plan;
     if (plan.status().code() != StatusCode::kUnimplemented) return plan.status();
     if (IsLatestRowShape(c)) last = plan.status();
+    if (only) continue;
     auto g = TryGroupBy(c);
     if (g.ok()) return g;
     if (g.status().code() != StatusCode::kUnimplemented) return g.status();

@@ -6,6 +6,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "query/rewrite/common.h"
 #include "query/rewrite/probes.h"
@@ -53,11 +54,22 @@ class Planner {
       const std::vector<std::string>& stat_exprs, const std::string& input_sql, bool* keys_counted,
       bool* keys_checked);
 
+  // ---- DISTINCT ON as the latest-row window (distinct_on.cc, D24)
+
+  // Writes every DISTINCT ON node under `j` that D24 converts as the window form; how many.
+  Result<int> ConvertDistinctOn(Json& j);
+  // The inner nodes (with the ROW_NUMBER) ConvertDistinctOn wrote under `j`.
+  static void FindConvertedInners(Json& j, std::vector<const Json*>& out);
+
   // ---- group-by with very many groups (group_by.cc)
 
   Result<Plan> TryGroupBy(Candidate& c);
 
   // ---- shared (planner.cc)
+
+  // The candidates of root_doc_ tried in turn; with `only`, the latest-row rewrite of those
+  // nodes alone.
+  Result<Plan> TryCandidates(const std::vector<const Json*>* only);
 
   // SQL text of a query node of the tree (or built from it), spliced scans put back.
   Result<std::string> Render(const Json& node);

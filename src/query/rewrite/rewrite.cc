@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cctype>
 #include <chrono>
 #include <set>
 
@@ -30,8 +31,32 @@ std::string_view RewriteKindName(RewriteKind kind) {
   return "?";
 }
 
+namespace {
+
+// Whether `sql` has the word DISTINCT followed, after blanks, by the word ON (D24).
+bool HasDistinctOn(std::string_view sql) {
+  auto word_char = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
+  };
+  for (size_t at = 0; at + 8 <= sql.size(); ++at) {
+    if (!EqualsIgnoreCase(sql.substr(at, 8), "distinct")) continue;
+    if (at > 0 && word_char(sql[at - 1])) continue;
+    size_t i = at + 8;
+    if (i < sql.size() && word_char(sql[i])) continue;
+    while (i < sql.size() && std::isspace(static_cast<unsigned char>(sql[i]))) ++i;
+    if (i + 2 <= sql.size() && EqualsIgnoreCase(sql.substr(i, 2), "on") &&
+        (i + 2 == sql.size() || !word_char(sql[i + 2]))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 bool MayRewrite(std::string_view sql) {
-  return ContainsWordIgnoreCase(sql, "over") || ContainsWordIgnoreCase(sql, "group");
+  return ContainsWordIgnoreCase(sql, "over") || ContainsWordIgnoreCase(sql, "group") ||
+         HasDistinctOn(sql);
 }
 
 Result<std::optional<Plan>> PlanRewrite(duck::Connection& conn, const sql_tree::SqlTree& tree,

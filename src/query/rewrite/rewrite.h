@@ -88,10 +88,11 @@ Result<std::optional<Plan>> PlanRewrite(duck::Connection& conn, const sql_tree::
                                         std::string_view sql, const RewriteOptions& options,
                                         std::string* why_not = nullptr);
 
-// Whether `sql` may hold a shape the rewrites change: each needs a window (the word OVER)
-// or a GROUP BY (the word GROUP), as words in any case outside nothing else (a comment or a
-// string that holds one only costs the parse). False proves no rewrite applies: the caller
-// need not parse the statement for them (a `SELECT 1` then costs no planning query).
+// Whether `sql` may hold a shape the rewrites change: each needs a window (the word OVER),
+// a GROUP BY (the word GROUP) or a DISTINCT ON (the words DISTINCT ON), as words in any case
+// outside nothing else (a comment or a string that holds one only costs the parse). False proves no
+// rewrite applies: the caller need not parse the statement for them (a `SELECT 1` then costs no
+// planning query).
 bool MayRewrite(std::string_view sql);
 
 // What planning reads once per process (the built-in functions), read now, and DuckDB's

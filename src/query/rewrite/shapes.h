@@ -55,6 +55,11 @@ struct Candidate {
   std::string ref_alias;        // how the consumer names it
   std::string cte_name;         // set when `slot` references a CTE
   std::vector<CteEntry> scope;  // CTEs visible at the slot, outer first
+  // Set when the planner knows which output columns the rest of the query reads better
+  // than ReferencedNames at the slot would (D24: through a DISTINCT ON's projection);
+  // nullopt inside means all of them.
+  bool referenced_known = false;
+  std::optional<std::set<std::string>> referenced;
 };
 
 // The nodes under `j` that could be rewritten, in the order they are tried: a depth-first

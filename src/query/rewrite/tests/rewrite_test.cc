@@ -143,6 +143,80 @@ TEST(MayRewriteTest, OnlyWindowsAndGroupBysArePlanned) {
       MayRewrite("SELECT * FROM t QUALIFY row_number() OVER w = 1 WINDOW w AS (ORDER BY x)"));
 }
 
+// ---- DISTINCT ON as the latest-row window (D24)
+
+TEST(MayRewriteTest, DistinctOnIsPlanned) {
+  EXPECT_TRUE(MayRewrite("SELECT DISTINCT ON (k) * FROM t ORDER BY k, ts DESC"));
+  EXPECT_TRUE(MayRewrite("select distinct\n  on(k) * from t order by k, ts desc"));
+  // A plain DISTINCT (psql's catalog queries have them) is not parsed for the rewrites.
+  EXPECT_FALSE(MayRewrite("SELECT DISTINCT k FROM t JOIN u ON t.a = u.a"));
+  EXPECT_FALSE(MayRewrite("SELECT DISTINCT ONE FROM t"));
+  EXPECT_FALSE(MayRewrite("SELECT nondistinct on_x FROM t"));
+}
+
+TEST_F(RewriteTest, DistinctOnIsTheLatestRowInTheOrderOfItsKeys) {
+  // id is unique: the answer does not depend on ties; NULL keys included.
+  for (const std::string sql :
+       {"SELECT DISTINCT ON (k1) * FROM t ORDER BY k1, id DESC",
+        "SELECT DISTINCT ON (k1, k2) id, x, v FROM t WHERE v > 10 ORDER BY k2 DESC NULLS FIRST, "
+        "k1, y DESC NULLS LAST, id",
+        "SELECT DISTINCT ON (k1 % 7) k1 % 7 AS bucket, id FROM t ORDER BY k1 % 7, x, id DESC"}) {
+    ExpectSame(sql, RewriteKind::kLatestRow);
+    // The rows come in the order of the keys, as DuckDB's DISTINCT ON gives them.
+    for (int parts : {1, 3}) {
+      EXPECT_EQ(Rewritten(sql, parts, RewriteKind::kLatestRow), Plain(sql)) << sql;
+    }
+  }
+  // Column names as written.
+  auto plan = PlanRewrite(*conn_, "SELECT DISTINCT ON (k1) k1, id AS newest FROM t ORDER BY k1, y",
+                          Options(2));
+  ASSERT_TRUE(plan.ok() && plan->has_value());
+  ASSERT_TRUE(RunSteps(*conn_, **plan).ok());
+  auto described = conn_->QueryText("DESCRIBE " + (*plan)->final_select);
+  ASSERT_TRUE(described.ok()) << described.status().ToString();
+  ASSERT_EQ(described->size(), 2u);
+  EXPECT_EQ((*described)[0][0], "k1");
+  EXPECT_EQ((*described)[1][0], "newest");
+  EXPECT_TRUE(RunCleanup(*conn_, **plan).ok());
+}
+
+// What the consumer reads of a DISTINCT ON subquery is all the rewrite keeps (D6 through
+// D24's projection): here id, besides the key.
+TEST_F(RewriteTest, DistinctOnKeepsOnlyWhatItsConsumerReads) {
+  std::string how;
+  Rewritten(
+      "SELECT count(*), sum(id) FROM (SELECT DISTINCT ON (k1) * FROM t ORDER BY k1, y DESC, id) "
+      "d",
+      2, RewriteKind::kLatestRow, &how);
+  EXPECT_NE(how.find("of 2 kept column(s)"), std::string::npos) << how;
+}
+
+TEST_F(RewriteTest, DistinctOnInASubqueryOrCte) {
+  ExpectSame(
+      "SELECT count(*), sum(id), max(x) FROM (SELECT DISTINCT ON (k1) * FROM t ORDER BY k1, y "
+      "DESC, id) d WHERE x > 3",
+      RewriteKind::kLatestRow);
+  ExpectSame(
+      "WITH latest AS (SELECT DISTINCT ON (k2) k2, id, s FROM t ORDER BY k2, id DESC) "
+      "SELECT l.k2, l.s, l.id FROM latest l",
+      RewriteKind::kLatestRow);
+}
+
+TEST_F(RewriteTest, DistinctOnShapesThatMeanSomethingElsePassThrough) {
+  // No order beyond the keys: any row per key.
+  ExpectPassThrough("SELECT DISTINCT ON (k1) * FROM t ORDER BY k1");
+  ExpectPassThrough("SELECT DISTINCT ON (k1) * FROM t");
+  // The ORDER BY does not start with the keys.
+  ExpectPassThrough("SELECT DISTINCT ON (k1) * FROM t ORDER BY id, k1");
+  // A position, or an output alias the window could not see.
+  ExpectPassThrough("SELECT DISTINCT ON (k1) k1, id FROM t ORDER BY 1, id");
+  ExpectPassThrough("SELECT DISTINCT ON (k1) k1, x * 2 AS d FROM t ORDER BY k1, d DESC");
+  // A LIMIT, a GROUP BY, a plain DISTINCT.
+  ExpectPassThrough("SELECT DISTINCT ON (k1) * FROM t ORDER BY k1, id LIMIT 5");
+  ExpectPassThrough("SELECT DISTINCT ON (k1) k1, max(id) FROM t GROUP BY k1 ORDER BY k1, 2");
+  ExpectPassThrough("SELECT DISTINCT k1 FROM t ORDER BY k1");
+}
+
 TEST_F(RewriteTest, LatestRowTwoKeysDescAscMatchesDuckDB) {
   // id is unique, so the answer does not depend on ties; NULL k1, k2 and x included.
   ExpectSame(
