@@ -112,6 +112,15 @@ std::string FormatLogLine(LogFormat format, int64_t unix_ms, LogLevel level,
   return fmt::format("{} {} {}: {}\n", ts, kLevelNames[static_cast<int>(level)], logger, message);
 }
 
+void SayLine(int fd, std::string_view prefix, LogLevel level, std::string_view logger,
+             std::string_view line) {
+  std::string out = GetLogFormat() == LogFormat::kJson
+                        ? FormatLogLine(LogFormat::kJson, WallMillis(), level, logger, line)
+                        : fmt::format("{}: {}\n", prefix, line);
+  ssize_t unused = ::write(fd, out.data(), out.size());
+  (void)unused;
+}
+
 bool Logger::Enabled(LogLevel level) const {
   return static_cast<int>(level) >= g_level.load(std::memory_order_relaxed);
 }

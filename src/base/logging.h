@@ -35,6 +35,11 @@ Result<LogFormat> ParseLogFormat(std::string_view text);
 // The line Logger::Write writes for `message` at `unix_ms`, in `format`, ending in '\n'.
 std::string FormatLogLine(LogFormat format, int64_t unix_ms, LogLevel level,
                           std::string_view logger, std::string_view message);
+// What a command says to its user beside the log (a port it listens on, that it stopped):
+// "<prefix>: <line>" in the text format, the JSON log line of `logger` at `level` in json
+// (so a collector reads every line alike), written to `fd` (stdout, stderr) at once.
+void SayLine(int fd, std::string_view prefix, LogLevel level, std::string_view logger,
+             std::string_view line);
 // `text` as a JSON string with its quotes.
 std::string JsonQuote(std::string_view text);
 

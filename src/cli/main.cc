@@ -351,7 +351,8 @@ struct ServeFlags {
   std::string node_id;  // kept as text: the config checks it (and says where it came from)
   std::string etcd, inter_broker_addr;
   bool check_config = false;
-  bool log_level_given = false;  // --log-level on the command line: log.level is not read
+  bool log_level_given = false;   // --log-level on the command line: log.level is not read
+  bool log_format_given = false;  // --log-format: log.format is not read
 };
 
 // The settings `sluice serve` runs with: the config file's, with the flags set over them.
@@ -381,32 +382,22 @@ sluice::Result<sluice::Config> ServeConfigOf(const ServeFlags& f) {
 }
 
 // One line of what `sluice serve` says on stdout: "sluice: <line>", or with log.format
-// json a log line of logger "serve" (at warn for a "warning: ..." line), so that a
-// collector reads every line alike.
+// json a log line of logger "serve" (at warn for a "warning: ..." line).
 void Say(std::string_view line, sluice::LogLevel level = sluice::LogLevel::kInfo) {
   if (line.starts_with("warning:")) level = sluice::LogLevel::kWarn;
-  std::string out = sluice::GetLogFormat() == sluice::LogFormat::kJson
-                        ? sluice::FormatLogLine(sluice::LogFormat::kJson, sluice::WallMillis(),
-                                                level, "serve", line)
-                        : fmt::format("sluice: {}\n", line);
-  std::fwrite(out.data(), 1, out.size(), stdout);
   std::fflush(stdout);
+  sluice::SayLine(STDOUT_FILENO, "sluice", level, "serve", line);
 }
 
 // A failure of `sluice serve` on stderr: "sluice serve: <line>", or with log.format json a
 // log line of logger "serve" at error.
 void SayError(std::string_view line) {
-  std::string out = sluice::GetLogFormat() == sluice::LogFormat::kJson
-                        ? sluice::FormatLogLine(sluice::LogFormat::kJson, sluice::WallMillis(),
-                                                sluice::LogLevel::kError, "serve", line)
-                        : fmt::format("sluice serve: {}\n", line);
-  std::fwrite(out.data(), 1, out.size(), stderr);
-  std::fflush(stderr);
+  sluice::SayLine(STDERR_FILENO, "sluice serve", sluice::LogLevel::kError, "serve", line);
 }
 
 void ApplyLogSettings(const sluice::app::LogSettings& log, const ServeFlags& f) {
   if (!f.log_level_given) sluice::SetLogLevel(log.level);
-  sluice::SetLogFormat(log.format);
+  if (!f.log_format_given) sluice::SetLogFormat(log.format);
 }
 
 // systemd's notify protocol (Type=notify): a socket that cannot be reached is said once.
@@ -550,7 +541,6 @@ int RunServe(const ServeFlags& f) {
     ::close(sfd);
     return setting ? 2 : 1;
   }
-  RegisterBuildInfo();
   Notify(fmt::format("READY=1\nSTATUS=serving Kafka on port {}\nMAINPID={}",
                      (*process)->kafka_port(), ::getpid()));
 
@@ -598,6 +588,12 @@ int main(int argc, char** argv) {
         std::exit(0);
       },
       "print sluice's version and commit, and exit");
+  std::string log_format = "text";
+  CLI::Option* log_format_flag =
+      app.add_option("--log-format", log_format,
+                     "text, or json: one JSON object per line (overrides serve's log.format)")
+          ->check(CLI::IsMember({"text", "json"}))
+          ->capture_default_str();
 
   auto* version = app.add_subcommand("version", "print versions of sluice and its libraries");
 
@@ -1102,6 +1098,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   sluice::SetLogLevel(*level);
+  if (log_format_flag->count() > 0) {
+    sluice::SetLogFormat(log_format == "json" ? sluice::LogFormat::kJson
+                                              : sluice::LogFormat::kText);
+  }
+  // /metrics of serve and of pipeline run: what this binary is.
+  if (serve->parsed() || pipeline_run->parsed()) RegisterBuildInfo();
 
   if (version->parsed()) {
     const sluice::cli::BuildInfo& b = sluice::cli::GetBuildInfo();
@@ -1114,6 +1116,7 @@ int main(int argc, char** argv) {
   if (demo->parsed()) return sluice::bench::RunKafkaDemo(demo_opts);
   if (serve->parsed()) {
     serve_flags.log_level_given = log_level_flag->count() > 0;
+    serve_flags.log_format_given = log_format_flag->count() > 0;
     return RunServe(serve_flags);
   }
   if (sql->parsed()) return sluice::cli::RunSql(sql_flags);

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "base/http_server.h"
+#include "base/logging.h"
 #include "base/metrics.h"
 #include "pipeline/pipeline_config.h"
 #include "pipeline/runner.h"
@@ -145,7 +146,9 @@ int RunPipelineRun(const PipelineRunFlags& flags) {
     std::fprintf(stderr, "sluice pipeline run: %s\n", config.status().message().c_str());
     return 2;
   }
-  for (const std::string& w : config->warnings) fmt::print(stderr, "warning: {}\n", w);
+  for (const std::string& w : config->warnings) {
+    SayLine(STDERR_FILENO, "warning", LogLevel::kWarn, "pipeline", w);
+  }
   // A remote run is whoever its SASL user is (docs/design/0020): a principal must be it.
   if (!config->principal.empty()) {
     std::vector<std::pair<std::string, const pipeline::KafkaConnectionConfig*>> connections = {
@@ -195,7 +198,8 @@ int RunPipelineRun(const PipelineRunFlags& flags) {
       return 2;
     }
     http = std::move(started).value();
-    fmt::print(stderr, "sluice: metrics on http://{}:{}/metrics\n", http->host(), http->port());
+    SayLine(STDERR_FILENO, "sluice", LogLevel::kInfo, "pipeline",
+            fmt::format("metrics on http://{}:{}/metrics", http->host(), http->port()));
   }
   Status st = r->Run();
   {
@@ -206,9 +210,10 @@ int RunPipelineRun(const PipelineRunFlags& flags) {
     std::fprintf(stderr, "sluice pipeline run: %s\n", st.message().c_str());
     return 1;
   }
-  fmt::print(stderr, "sluice: pipeline {} stopped: {} messages in, {} rows out, {} errors\n",
-             r->name(), r->stats().messages_in.load(), r->stats().rows_out.load(),
-             r->stats().errors.load());
+  SayLine(STDERR_FILENO, "sluice", LogLevel::kInfo, "pipeline",
+          fmt::format("pipeline {} stopped: {} messages in, {} rows out, {} errors", r->name(),
+                      r->stats().messages_in.load(), r->stats().rows_out.load(),
+                      r->stats().errors.load()));
   return 0;
 }
 
