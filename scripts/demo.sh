@@ -199,4 +199,5 @@ echo "      it flushed its logs and exited with status 0"
 echo
 echo "Next: docs/pipelines.md (pipeline files), sluice pipeline invoke (test SQL on a file),"
 echo "docs/queries.md (the query server, sluice sql), sluice bench kafka, sluice bench pipeline"
-echo "and sluice bench query (docs/benchmarks.md)."
+echo "and sluice bench query (docs/benchmarks.md); make deb to install it as a service"
+echo "(docs/install.md)."
