@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <set>
 
@@ -49,7 +50,26 @@ bool HashableKeyType(const std::string& t) {
   return kTypes.count(t) > 0 || t.rfind("DECIMAL", 0) == 0;
 }
 
+namespace {
+
+// DECIMAL(p,s) with p <= 18 (an int64 inside): its scale, or -1 for any other type.
+int SmallDecimalScale(const std::string& type) {
+  int p = 0, s = 0;
+  if (std::sscanf(type.c_str(), "DECIMAL(%d,%d)", &p, &s) != 2) return -1;
+  if (p < 1 || p > 18 || s < 0 || s > p) return -1;
+  return s;
+}
+
+std::string PowerOfTen(int s) { return "1" + std::string(static_cast<size_t>(s), '0'); }
+
+}  // namespace
+
 std::string OrdinalExpr(const std::string& type, const std::string& e) {
+  // A small DECIMAL: its unscaled integer (exact: the product is an integer of at most 18
+  // digits, computed at width 38 so it cannot overflow).
+  if (const int s = SmallDecimalScale(type); s >= 0) {
+    return fmt::format("CAST(CAST({} AS DECIMAL(38,{})) * {} AS BIGINT)", e, s, PowerOfTen(s));
+  }
   if (type == "BOOLEAN" || type == "TINYINT" || type == "SMALLINT" || type == "INTEGER" ||
       type == "BIGINT" || type == "UTINYINT" || type == "USMALLINT" || type == "UINTEGER") {
     return fmt::format("{}::BIGINT", e);
@@ -64,6 +84,13 @@ std::string OrdinalExpr(const std::string& type, const std::string& e) {
 }
 
 std::string DecodeOrdinal(const std::string& type, const std::string& e) {
+  if (const int s = SmallDecimalScale(type); s >= 0) {
+    // Decimal multiplication is exact (division would be DOUBLE).
+    if (s == 0) return fmt::format("CAST(CAST({} AS BIGINT) AS {})", e, type);
+    return fmt::format("CAST(CAST({} AS DECIMAL(18,0)) * CAST('0.{}1' AS DECIMAL({},{})) AS {})", e,
+                       std::string(static_cast<size_t>(s - 1), '0'), s + 1, s, type);
+  }
+  if (type == "TIMESTAMP_NS") return fmt::format("make_timestamp_ns(CAST({} AS BIGINT))", e);
   if (type == "BOOLEAN" || type == "TINYINT" || type == "SMALLINT" || type == "INTEGER" ||
       type == "BIGINT" || type == "UTINYINT" || type == "USMALLINT" || type == "UINTEGER") {
     return fmt::format("CAST(CAST({} AS BIGINT) AS {})", e, type);

@@ -336,9 +336,9 @@ TEST_F(RewriteTest, LatestRowTiesBrokenByTheLeastExactlyPackedColumns) {
 
 TEST_F(RewriteTest, LatestRowDecodesEveryPackableTypeExactly) {
   // A kept column comes back from the packed key with its type and value, NULLs too:
-  // integers of each width, BOOLEAN, DATE, TIMESTAMP (s, ms, us, tz), and DOUBLEs with one
-  // or two decimals; as a tie-breaking column and as an order key. The order ends in the
-  // unique id, so DuckDB's answer is the only one.
+  // integers of each width, BOOLEAN, DATE, TIMESTAMP (s, ms, us, ns, tz), DECIMALs of up to
+  // 18 digits, and DOUBLEs with one or two decimals; as a tie-breaking column and as an order key.
+  // The order ends in the unique id, so DuckDB's answer is the only one.
   ASSERT_TRUE(
       conn_
           ->Execute(
@@ -354,10 +354,14 @@ TEST_F(RewriteTest, LatestRowDecodesEveryPackableTypeExactly) {
               "(TIMESTAMPTZ '2020-02-29 12:00:00+00' + to_microseconds(id * 7)) AS tz, "
               "CASE WHEN id % 13 = 0 THEN NULL ELSE round((id % 100000) / 7.0 - 50, 2) END AS "
               "money, "
-              "round((id % 1000) / 7.0, 1) AS fine FROM range(20000) r(id)")
+              "round((id % 1000) / 7.0, 1) AS fine, "
+              "make_timestamp_ns(1582977600000000000 + id * 999999937) AS ts_ns, "
+              "CASE WHEN id % 17 = 0 THEN NULL ELSE (((id % 9000) - 4500) / 100)::DECIMAL(10,2) "
+              "END AS dec2, (id * 7 - 3000)::DECIMAL(18,0) AS dec0, "
+              "((id % 777) * 0.001 - 0.3)::DECIMAL(6,3) AS dec3 FROM range(20000) r(id)")
           .ok());
-  const char* columns[] = {"i8", "i16",  "i32",   "i64", "u8",    "b",   "d",
-                           "ts", "ts_s", "ts_ms", "tz",  "money", "fine"};
+  const char* columns[] = {"i8",    "i16", "i32",   "i64",  "u8",    "b",    "d",    "ts",  "ts_s",
+                           "ts_ms", "tz",  "money", "fine", "ts_ns", "dec2", "dec0", "dec3"};
   for (size_t i = 0; i < std::size(columns); ++i) {
     std::string col = columns[i];
     bool is_double = col == "money" || col == "fine";
