@@ -61,12 +61,14 @@ bool NamesTheOutput(const Json& e, const std::set<std::string>& aliases) {
   return found;
 }
 
-// The node's DISTINCT ON targets and ORDER BY when it is the shape D24 converts: exactly
-// those two modifiers, the ORDER BY starting with the targets (in any order) and going
-// on (without more order keys the row kept is any), no GROUP BY, HAVING or QUALIFY.
+// The node's DISTINCT ON targets and ORDER BY when it is the shape D24 converts: those two
+// modifiers (and a LIMIT after them), the ORDER BY starting with the targets (in any order)
+// and going on (without more order keys the row kept is any), no GROUP BY, HAVING or
+// QUALIFY.
 struct DistinctOnShape {
   const Json* targets = nullptr;
   const Json* orders = nullptr;
+  const Json* limit = nullptr;    // a LIMIT (and OFFSET) after them, applied to the outer query
   std::vector<size_t> target_of;  // for each of the first targets.size() orders
 };
 
@@ -74,8 +76,9 @@ std::optional<DistinctOnShape> MatchShape(const Json& n) {
   if (Str(n, "type") != "SELECT_NODE" || !n.contains("modifiers") || !n.contains("select_list"))
     return std::nullopt;
   const Json& mods = n["modifiers"];
-  if (mods.size() != 2 || Str(mods[0], "type") != "DISTINCT_MODIFIER" ||
-      Str(mods[1], "type") != "ORDER_MODIFIER") {
+  if (mods.size() < 2 || mods.size() > 3 || Str(mods[0], "type") != "DISTINCT_MODIFIER" ||
+      Str(mods[1], "type") != "ORDER_MODIFIER" ||
+      (mods.size() == 3 && Str(mods[2], "type") != "LIMIT_MODIFIER")) {
     return std::nullopt;
   }
   if (!n["group_expressions"].empty() || !IsNullOrMissing(n, "having") ||
@@ -85,6 +88,7 @@ std::optional<DistinctOnShape> MatchShape(const Json& n) {
   DistinctOnShape s;
   s.targets = &mods[0]["distinct_on_targets"];
   s.orders = &mods[1]["orders"];
+  if (mods.size() == 3) s.limit = &mods[2];
   const size_t nt = s.targets->size();
   if (nt == 0 || s.orders->size() <= nt) return std::nullopt;
   std::set<std::string> aliases;
@@ -177,6 +181,7 @@ Result<int> Planner::ConvertDistinctOn(Json& j) {
     outer_orders_json[i]["type"] = (*shape->orders)[i]["type"];
     outer_orders_json[i]["null_order"] = (*shape->orders)[i]["null_order"];
   }
+  if (shape->limit) outer["modifiers"].push_back(*shape->limit);  // after the ORDER BY
   outer["from_table"]["subquery"]["node"] = std::move(inner);
   j = std::move(outer);
   return converted + 1;

@@ -167,6 +167,14 @@ TEST_F(RewriteTest, DistinctOnIsTheLatestRowInTheOrderOfItsKeys) {
       EXPECT_EQ(Rewritten(sql, parts, RewriteKind::kLatestRow), Plain(sql)) << sql;
     }
   }
+  // A LIMIT (and OFFSET) applies to the keys in order, after the latest row of each.
+  for (const std::string sql :
+       {"SELECT DISTINCT ON (k1) k1, id, x FROM t ORDER BY k1 DESC NULLS LAST, id LIMIT 25",
+        "SELECT DISTINCT ON (k1) k1, id FROM t ORDER BY k1, id DESC LIMIT 10 OFFSET 3"}) {
+    for (int parts : {1, 3}) {
+      EXPECT_EQ(Rewritten(sql, parts, RewriteKind::kLatestRow), Plain(sql)) << sql;
+    }
+  }
   // Column names as written.
   auto plan = PlanRewrite(*conn_, "SELECT DISTINCT ON (k1) k1, id AS newest FROM t ORDER BY k1, y",
                           Options(2));
@@ -211,8 +219,7 @@ TEST_F(RewriteTest, DistinctOnShapesThatMeanSomethingElsePassThrough) {
   // A position, or an output alias the window could not see.
   ExpectPassThrough("SELECT DISTINCT ON (k1) k1, id FROM t ORDER BY 1, id");
   ExpectPassThrough("SELECT DISTINCT ON (k1) k1, x * 2 AS d FROM t ORDER BY k1, d DESC");
-  // A LIMIT, a GROUP BY, a plain DISTINCT.
-  ExpectPassThrough("SELECT DISTINCT ON (k1) * FROM t ORDER BY k1, id LIMIT 5");
+  // A GROUP BY, a plain DISTINCT.
   ExpectPassThrough("SELECT DISTINCT ON (k1) k1, max(id) FROM t GROUP BY k1 ORDER BY k1, 2");
   ExpectPassThrough("SELECT DISTINCT k1 FROM t ORDER BY k1");
 }
