@@ -362,11 +362,19 @@ def test_groups(brokers):
         seen.setdefault(m.partition(), []).append(m.offset())
         return True
 
+    # Each partition is read to its middle (50 of its 100 records) and paused there, so
+    # that every one has a commit inside it when the coordinator dies, however the fetches
+    # of the four interleave (one partition could be read to its end before another began).
     consumed = 0
+    paused = set()
     deadline = time.monotonic() + 60
-    while consumed < 200 and time.monotonic() < deadline:
+    while len(paused) < 4 and time.monotonic() < deadline:
         if poll():
             consumed += 1
+            for p, offsets in seen.items():
+                if len(offsets) >= 50 and p not in paused:
+                    c.pause([TopicPartition(EVENTS, p)])
+                    paused.add(p)
             if consumed % 25 == 0:
                 commit(c, commits)
     while not commit(c, commits) and time.monotonic() < deadline:
@@ -378,6 +386,7 @@ def test_groups(brokers):
     at_kill = dict(commits)
     victim = by_node[before]
     victim.kill()
+    c.resume([TopicPartition(EVENTS, p) for p in range(4)])
     print(f"group {group}: committed {at_kill}; killed broker {victim.node}, its coordinator")
     survivors = [b for b in brokers if b is not victim]
     now = coordinator(survivors, group, 0, exclude=victim.node)
