@@ -15,7 +15,7 @@ std::atomic<int> g_level{static_cast<int>(LogLevel::kInfo)};
 std::atomic<int> g_format{static_cast<int>(LogFormat::kText)};
 
 constexpr std::string_view kLevelNames[] = {"DEBUG", "INFO", "WARN", "ERROR", "OFF"};
-constexpr std::string_view kJsonLevelNames[] = {"debug", "info", "warn", "error", "off"};
+constexpr std::string_view kLowerLevelNames[] = {"debug", "info", "warn", "error", "off"};
 
 // The length of the valid UTF-8 sequence at the start of `s`, 0 when there is none.
 size_t Utf8SequenceLength(std::string_view s) {
@@ -53,6 +53,8 @@ Result<LogLevel> ParseLogLevel(std::string_view text) {
   return InvalidArgumentError("unknown log level '{}' (want debug, info, warn, error or off)",
                               text);
 }
+
+std::string_view LogLevelName(LogLevel level) { return kLowerLevelNames[static_cast<int>(level)]; }
 
 void SetLogFormat(LogFormat format) { g_format.store(static_cast<int>(format)); }
 LogFormat GetLogFormat() { return static_cast<LogFormat>(g_format.load()); }
@@ -106,8 +108,7 @@ std::string FormatLogLine(LogFormat format, int64_t unix_ms, LogLevel level,
                   tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, unix_ms % 1000);
   if (format == LogFormat::kJson) {
     return fmt::format("{{\"ts\":\"{}\",\"level\":\"{}\",\"logger\":{},\"msg\":{}}}\n", ts,
-                       kJsonLevelNames[static_cast<int>(level)], JsonQuote(logger),
-                       JsonQuote(message));
+                       LogLevelName(level), JsonQuote(logger), JsonQuote(message));
   }
   return fmt::format("{} {} {}: {}\n", ts, kLevelNames[static_cast<int>(level)], logger, message);
 }

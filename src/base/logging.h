@@ -22,6 +22,8 @@ void SetLogLevel(LogLevel level);
 LogLevel GetLogLevel();
 // "debug", "info", "warn", "error", "off" (case-insensitive).
 Result<LogLevel> ParseLogLevel(std::string_view text);
+// The level's name as ParseLogLevel reads it (and JSON lines write it): "warn".
+std::string_view LogLevelName(LogLevel level);
 
 // text: "<UTC time> <LEVEL> <name>: <message>"; json: one JSON object per line,
 // {"ts":"<UTC time>","level":"info","logger":"<name>","msg":"<message>"}, for log

@@ -2,7 +2,6 @@
 
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -36,12 +35,6 @@ Status NotifyServiceManager(std::string_view state) {
   ::close(fd);
   if (sent < 0) return IOError("NOTIFY_SOCKET {}: {}", name, std::strerror(err));
   return Status::OK();
-}
-
-uint64_t MonotonicMicros() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000 + static_cast<uint64_t>(ts.tv_nsec) / 1000;
 }
 
 }  // namespace sluice

@@ -5,7 +5,6 @@
 //   (void)NotifyServiceManager("READY=1\nSTATUS=serving Kafka on 127.0.0.1:9092");
 #pragma once
 
-#include <cstdint>
 #include <string_view>
 
 #include "base/status.h"
@@ -17,8 +16,5 @@ namespace sluice {
 // sent when the variable is unset or empty (not run by a service manager); an error when
 // it names a socket that cannot be reached.
 Status NotifyServiceManager(std::string_view state);
-
-// The current CLOCK_MONOTONIC time in microseconds, for "MONOTONIC_USEC=" with RELOADING=1.
-uint64_t MonotonicMicros();
 
 }  // namespace sluice

@@ -443,9 +443,8 @@ void Reload(const ServeFlags& f, const sluice::Config& started,
       for (std::string& key : sluice::Config::ChangedKeys(started, *next)) {
         if (key != "log.level" && key != "log.format") waiting.push_back(std::move(key));
       }
-      constexpr std::string_view kLevels[] = {"debug", "info", "warn", "error", "off"};
       Say(fmt::format("SIGHUP: {} read again (log level {}{}, log format {}){}", f.config_file,
-                      kLevels[static_cast<int>(sluice::GetLogLevel())],
+                      sluice::LogLevelName(sluice::GetLogLevel()),
                       f.log_level_given ? " from --log-level" : "",
                       log->format == sluice::LogFormat::kJson ? "json" : "text",
                       waiting.empty() ? ""
@@ -551,7 +550,8 @@ int RunServe(const ServeFlags& f) {
       n = ::read(sfd, &info, sizeof(info));
     } while (n < 0 && errno == EINTR);
     if (n != sizeof(info) || info.ssi_signo != SIGHUP) break;
-    Notify(fmt::format("RELOADING=1\nMONOTONIC_USEC={}", sluice::MonotonicMicros()));
+    // MONOTONIC_USEC: CLOCK_MONOTONIC, as systemd reads it.
+    Notify(fmt::format("RELOADING=1\nMONOTONIC_USEC={}", sluice::MonotonicNanos() / 1000));
     Reload(f, config, **process);
     Notify(fmt::format("READY=1\nSTATUS=serving Kafka on port {}", (*process)->kafka_port()));
   }

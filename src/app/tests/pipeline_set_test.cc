@@ -213,8 +213,6 @@ TEST_F(PipelineSetTest, PipelinesAreAddedRestartedReloadedAndRemovedOneByOne) {
   EXPECT_FALSE(Find(set.List(), "a")->running);
 }
 
-// Stopped by hand: the file says so (<file>.stopped), the budget's share is free, a restart
-// of the process keeps it stopped, and it starts again from its file as it is then.
 // Readiness (/readyz): every pipeline not stopped by hand runs; one not started yet, or
 // ended on an error, is named.
 TEST_F(PipelineSetTest, ReadinessNamesPipelinesThatDoNotRun) {
@@ -252,6 +250,8 @@ TEST_F(PipelineSetTest, ReadinessNamesPipelinesThatDoNotRun) {
   set.Stop();
 }
 
+// Stopped by hand: the file says so (<file>.stopped), the budget's share is free, a restart
+// of the process keeps it stopped, and it starts again from its file as it is then.
 TEST_F(PipelineSetTest, APipelineStoppedByHandKeepsItsFileAndStaysStopped) {
   Write(dir_ / "a.yml", "a", "600MiB");
   Write(dir_ / "b.yml", "b", "300MiB");

@@ -23,6 +23,14 @@ TEST(ParseLogLevelTest, AcceptsEveryLevelName) {
   EXPECT_EQ(*ParseLogLevel("off"), LogLevel::kOff);
 }
 
+TEST(ParseLogLevelTest, ReadsEveryLevelsName) {
+  for (LogLevel l :
+       {LogLevel::kDebug, LogLevel::kInfo, LogLevel::kWarn, LogLevel::kError, LogLevel::kOff}) {
+    EXPECT_EQ(*ParseLogLevel(LogLevelName(l)), l) << LogLevelName(l);
+  }
+  EXPECT_EQ(LogLevelName(LogLevel::kWarn), "warn");
+}
+
 TEST(ParseLogLevelTest, IgnoresCase) {
   EXPECT_EQ(*ParseLogLevel("DEBUG"), LogLevel::kDebug);
   EXPECT_EQ(*ParseLogLevel("Warn"), LogLevel::kWarn);

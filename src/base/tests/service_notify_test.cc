@@ -98,11 +98,5 @@ TEST_F(ServiceNotifyTest, ABadOrMissingSocketIsAnError) {
   EXPECT_NE(st.message().find("/nonexistent/sluice/notify"), std::string::npos);
 }
 
-TEST(MonotonicMicrosTest, Advances) {
-  uint64_t a = MonotonicMicros();
-  ::usleep(2000);
-  EXPECT_GE(MonotonicMicros(), a + 1000);
-}
-
 }  // namespace
 }  // namespace sluice

@@ -1,7 +1,9 @@
 // DISTINCT ON as the latest-row window (D24). `SELECT DISTINCT ON (k) ... ORDER BY k, x
 // DESC` keeps, per k, the first row by the rest of the ORDER BY: the same rows as
 // `ROW_NUMBER() OVER (PARTITION BY k ORDER BY x DESC) = 1`, in the order of k. The node
-// is written in that form, so that the latest-row rewrite (latest_row.cc) plans it:
+// is written in that form, so that the latest-row rewrite (latest_row.cc) plans it. Reads
+// of the tree use at(): a tree of another shape throws, which PlanRewrite turns into
+// "passes through".
 //
 //   SELECT * EXCLUDE (__sdo_rn, __sdo_k0, ...) FROM (
 //     SELECT <the node's items>,
@@ -50,8 +52,8 @@ bool NamesTheOutput(const Json& e, const std::set<std::string>& aliases) {
   while (!stack.empty()) {
     const Json* j = stack.back();
     stack.pop_back();
-    if (j->is_object() && Str(*j, "class") == "COLUMN_REF" && (*j)["column_names"].size() == 1 &&
-        aliases.count(AsciiLower((*j)["column_names"][0].get<std::string>()))) {
+    if (j->is_object() && Str(*j, "class") == "COLUMN_REF" && (*j).at("column_names").size() == 1 &&
+        aliases.count(AsciiLower((*j).at("column_names")[0].get<std::string>()))) {
       found = true;
     }
     if (j->is_structured()) {
@@ -75,29 +77,29 @@ struct DistinctOnShape {
 std::optional<DistinctOnShape> MatchShape(const Json& n) {
   if (Str(n, "type") != "SELECT_NODE" || !n.contains("modifiers") || !n.contains("select_list"))
     return std::nullopt;
-  const Json& mods = n["modifiers"];
+  const Json& mods = n.at("modifiers");
   if (mods.size() < 2 || mods.size() > 3 || Str(mods[0], "type") != "DISTINCT_MODIFIER" ||
       Str(mods[1], "type") != "ORDER_MODIFIER" ||
       (mods.size() == 3 && Str(mods[2], "type") != "LIMIT_MODIFIER")) {
     return std::nullopt;
   }
-  if (!n["group_expressions"].empty() || !IsNullOrMissing(n, "having") ||
+  if (!n.at("group_expressions").empty() || !IsNullOrMissing(n, "having") ||
       !IsNullOrMissing(n, "qualify") || Str(n, "aggregate_handling") != "STANDARD_HANDLING") {
     return std::nullopt;
   }
   DistinctOnShape s;
-  s.targets = &mods[0]["distinct_on_targets"];
-  s.orders = &mods[1]["orders"];
+  s.targets = &mods[0].at("distinct_on_targets");
+  s.orders = &mods[1].at("orders");
   if (mods.size() == 3) s.limit = &mods[2];
   const size_t nt = s.targets->size();
   if (nt == 0 || s.orders->size() <= nt) return std::nullopt;
   std::set<std::string> aliases;
-  for (const Json& item : n["select_list"]) {
+  for (const Json& item : n.at("select_list")) {
     const std::string alias = AsciiLower(Str(item, "alias"));
     if (alias.empty()) continue;
     // `k AS k` names the input column too.
-    if (Str(item, "class") == "COLUMN_REF" &&
-        AsciiLower(item["column_names"].back().get<std::string>()) == alias) {
+    if (Str(item, "class") == "COLUMN_REF" && !item.at("column_names").empty() &&
+        AsciiLower(item.at("column_names").back().get<std::string>()) == alias) {
       continue;
     }
     aliases.insert(alias);
@@ -109,7 +111,7 @@ std::optional<DistinctOnShape> MatchShape(const Json& n) {
   }
   std::vector<bool> used(nt, false);
   for (size_t i = 0; i < s.orders->size(); ++i) {
-    const Json& e = (*s.orders)[i]["expression"];
+    const Json& e = (*s.orders)[i].at("expression");
     if (NamesTheOutput(e, aliases)) return std::nullopt;
     if (i >= nt) continue;
     const Json plain = WithoutLocations(e);
@@ -127,7 +129,7 @@ std::optional<DistinctOnShape> MatchShape(const Json& n) {
 // The select list's items that carry __sdo_rn as the ROW_NUMBER this file wrote.
 bool IsConvertedInner(const Json& n) {
   if (Str(n, "type") != "SELECT_NODE" || !n.contains("select_list")) return false;
-  for (const Json& item : n["select_list"]) {
+  for (const Json& item : n.at("select_list")) {
     if (Str(item, "class") == "WINDOW" && Str(item, "alias") == kRowNumber) return true;
   }
   return false;
@@ -178,8 +180,8 @@ Result<int> Planner::ConvertDistinctOn(Json& j) {
   Json& outer_orders_json = outer["modifiers"][0]["orders"];
   if (outer_orders_json.size() != nt) return NotApplicable("DISTINCT ON: unexpected template");
   for (size_t i = 0; i < nt; ++i) {
-    outer_orders_json[i]["type"] = (*shape->orders)[i]["type"];
-    outer_orders_json[i]["null_order"] = (*shape->orders)[i]["null_order"];
+    outer_orders_json[i]["type"] = (*shape->orders)[i].at("type");
+    outer_orders_json[i]["null_order"] = (*shape->orders)[i].at("null_order");
   }
   if (shape->limit) outer["modifiers"].push_back(*shape->limit);  // after the ORDER BY
   outer["from_table"]["subquery"]["node"] = std::move(inner);
