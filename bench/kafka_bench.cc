@@ -346,7 +346,7 @@ void TuneAllocator() {
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
 }
 
-Status MakeDirs(const std::string& path) {
+Status MakeDirTree(const std::string& path) {
   std::error_code ec;
   std::filesystem::create_directories(path, ec);
   if (ec) return IOError("{}: {}", path, ec.message());
@@ -366,7 +366,7 @@ Result<std::string> ReadTextFile(const std::string& path) {
 Status RunTls(const KafkaBenchOptions& o) {
   ASSIGN_OR_RETURN(std::unique_ptr<WorkDir> work, WorkDir::Create(o.data_dir, "kafka-tls"));
   const std::string tls_dir = work->path() + "/tls";
-  RETURN_IF_ERROR(MakeDirs(tls_dir));
+  RETURN_IF_ERROR(MakeDirTree(tls_dir));
   // A CA and the broker's certificate (EC P-256, 127.0.0.1) made for this run.
   net::testing::TestIdentity ca("sluice bench CA", nullptr, true, tls_dir, "ca");
   net::testing::TestIdentity server("127.0.0.1", &ca, false, tls_dir, "broker");

@@ -24,7 +24,7 @@ namespace sluice::bench {
 namespace {
 
 namespace fs = std::filesystem;
-using Json = nlohmann::json;
+using PlainJson = nlohmann::json;
 
 constexpr int kProducts = 50'000;  // the products dimension's rows (query_bench.cc)
 
@@ -236,24 +236,24 @@ int RunSmallStatementsBench(const QueryBenchOptions& o, const QueryDataset& data
 
   if (o.json) {
     for (const Row& r : rows) {
-      Json j = {{"bench", "query"},
-                {"mode", "small_statements"},
-                {"statement", r.s->name},
-                {"sql", r.s->sql(true, 1)},
-                {"clients", o.clients},
-                {"seconds", o.statement_seconds},
-                {"protocol", "simple"},
-                {"statements_per_s", Round(r.sluice.statements_per_s, 1)},
-                {"latency_avg_ms", Round(r.sluice.latency_avg_ms, 3)},
-                {"postgres_statements_per_s",
-                 pg ? Json(Round(r.postgres.statements_per_s, 1)) : Json(nullptr)},
-                {"postgres_latency_avg_ms",
-                 pg ? Json(Round(r.postgres.latency_avg_ms, 3)) : Json(nullptr)},
-                {"target_statements_per_s", kSmallStatementsTarget},
-                {"commit", commit},
-                {"machine", machine_text},
-                {"load_start", load_start},
-                {"load_end", load_end}};
+      PlainJson j = {{"bench", "query"},
+                     {"mode", "small_statements"},
+                     {"statement", r.s->name},
+                     {"sql", r.s->sql(true, 1)},
+                     {"clients", o.clients},
+                     {"seconds", o.statement_seconds},
+                     {"protocol", "simple"},
+                     {"statements_per_s", Round(r.sluice.statements_per_s, 1)},
+                     {"latency_avg_ms", Round(r.sluice.latency_avg_ms, 3)},
+                     {"postgres_statements_per_s",
+                      pg ? PlainJson(Round(r.postgres.statements_per_s, 1)) : PlainJson(nullptr)},
+                     {"postgres_latency_avg_ms",
+                      pg ? PlainJson(Round(r.postgres.latency_avg_ms, 3)) : PlainJson(nullptr)},
+                     {"target_statements_per_s", kSmallStatementsTarget},
+                     {"commit", commit},
+                     {"machine", machine_text},
+                     {"load_start", load_start},
+                     {"load_end", load_end}};
       fmt::print("{}\n", j.dump());
     }
     return 0;

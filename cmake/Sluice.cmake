@@ -11,11 +11,15 @@ function(sluice_library name)
   target_compile_options(sluice_${name} PRIVATE ${SLUICE_WARNINGS})
 endfunction()
 
-# sluice_test(NAME SRCS a_test.cc DEPS x LABELS unit [TIMEOUT s])
+# sluice_test(NAME SRCS a_test.cc DEPS x LABELS unit [TIMEOUT s] [PROCESSORS n] [COST s])
 #   A gtest binary registered with ctest under the given labels (unit, integration, slow).
 #   Each gtest binary is one ctest test; use gtest filters inside for slow cases.
+#   PROCESSORS: the slots of `ctest -j` it takes (docs/design/0029 decision 5): `make test`
+#   runs twice as many slots as cores; a unit test keeps a core busy (2 slots), an
+#   integration test mostly waits on its broker, clients and timeouts (1 slot).
+#   COST: its seconds, for a long test, so a fresh build directory starts it first.
 function(sluice_test name)
-  cmake_parse_arguments(ARG "" "TIMEOUT" "SRCS;DEPS;LABELS;ARGS" ${ARGN})
+  cmake_parse_arguments(ARG "" "TIMEOUT;PROCESSORS;COST" "SRCS;DEPS;LABELS;ARGS" ${ARGN})
   add_executable(${name} ${ARG_SRCS})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
   target_compile_options(${name} PRIVATE ${SLUICE_WARNINGS} ${SLUICE_TEST_DEBUG})
@@ -26,7 +30,18 @@ function(sluice_test name)
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 300)
   endif()
-  set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT})
+  if(NOT ARG_PROCESSORS)
+    if("unit" IN_LIST ARG_LABELS)
+      set(ARG_PROCESSORS 2)
+    else()
+      set(ARG_PROCESSORS 1)
+    endif()
+  endif()
+  set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
+                       PROCESSORS ${ARG_PROCESSORS})
+  if(ARG_COST)
+    set_tests_properties(${name} PROPERTIES COST ${ARG_COST})
+  endif()
 endfunction()
 
 # sluice_fuzz(NAME SRCS x_fuzz.cc DEPS x)

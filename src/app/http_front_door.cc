@@ -20,6 +20,7 @@
 #include <string_view>
 #include <utility>
 
+#include "app/loggers.h"
 #include "base/http_server.h"
 #include "base/logging.h"
 #include "broker/event_loop.h"
@@ -27,8 +28,6 @@
 
 namespace sluice::app {
 namespace {
-
-const Logger kLog("http");
 
 // Response bytes buffered per connection; the server's side is not read while it is full.
 constexpr size_t kBufferBytes = 256 * 1024;
@@ -262,7 +261,7 @@ void HttpFrontDoor::OnAcceptable() {
       int err = errno;
       if (err == EAGAIN || err == EWOULDBLOCK) return;
       if (err == EINTR || err == ECONNABORTED || err == EPROTO) continue;
-      SLUICE_LOG(kLog, kWarn, "{}", ErrnoError("accept", options_.listen_addr, err).message());
+      SLUICE_LOG(kHttpLog, kWarn, "{}", ErrnoError("accept", options_.listen_addr, err).message());
       // Out of descriptors: the pending connection stays readable and a level-triggered
       // loop would spin. Stop listening for a second.
       (void)loop_->Modify(listen_fd_, 0);
@@ -273,7 +272,7 @@ void HttpFrontDoor::OnAcceptable() {
     }
     if (static_cast<int>(conns_.size()) >= options_.max_connections) {
       if (++refused_at_limit_ <= kLogLinesPerSweep) {
-        SLUICE_LOG(kLog, kWarn, "connection from {} closed: {} connections are open already",
+        SLUICE_LOG(kHttpLog, kWarn, "connection from {} closed: {} connections are open already",
                    AddressText(addr), conns_.size());
       }
       ::close(fd);
@@ -291,7 +290,7 @@ void HttpFrontDoor::Admit(int fd, std::string peer) {
   c->peer = std::move(peer);
   c->transport = options_.tls != nullptr ? options_.tls->MakeServer(fd) : net::MakePlaintext(fd);
   if (c->transport == nullptr) {
-    SLUICE_LOG(kLog, kWarn, "connection from {}: no TLS session", c->peer);
+    SLUICE_LOG(kHttpLog, kWarn, "connection from {}: no TLS session", c->peer);
     ::close(fd);
     return;
   }
@@ -308,7 +307,7 @@ void HttpFrontDoor::Admit(int fd, std::string peer) {
                                Pump(k);
                              });
       !st.ok()) {
-    SLUICE_LOG(kLog, kWarn, "connection from {}: {}", c->peer, st.message());
+    SLUICE_LOG(kHttpLog, kWarn, "connection from {}: {}", c->peer, st.message());
     c->transport.reset();
     ::close(fd);
     return;
@@ -323,7 +322,7 @@ void HttpFrontDoor::Admit(int fd, std::string peer) {
 bool HttpFrontDoor::ConnectBackend(Conn& c) {
   c.backend = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (c.backend < 0) {
-    SLUICE_LOG(kLog, kWarn, "{}", ErrnoError("socket", "the HTTP server", errno).message());
+    SLUICE_LOG(kHttpLog, kWarn, "{}", ErrnoError("socket", "the HTTP server", errno).message());
     return false;
   }
   int one = 1;
@@ -338,7 +337,7 @@ bool HttpFrontDoor::ConnectBackend(Conn& c) {
     c.connecting = true;
   } else {
     SLUICE_LOG(
-        kLog, kWarn, "{}",
+        kHttpLog, kWarn, "{}",
         ErrnoError("connect", fmt::format("127.0.0.1:{}", options_.backend_port), errno).message());
     return false;
   }
@@ -374,7 +373,7 @@ void HttpFrontDoor::WatchBackend(Conn& c, uint32_t events) {
       socklen_t n = sizeof(err);
       if (::getsockopt(k->backend, SOL_SOCKET, SO_ERROR, &err, &n) != 0) err = errno;
       if (err != 0) {
-        SLUICE_LOG(kLog, kWarn, "connection from {}: the HTTP server behind: {}", k->peer,
+        SLUICE_LOG(kHttpLog, kWarn, "connection from {}: the HTTP server behind: {}", k->peer,
                    std::strerror(err));
         Close(*k, nullptr);
         return;
@@ -386,7 +385,7 @@ void HttpFrontDoor::WatchBackend(Conn& c, uint32_t events) {
     Pump(k);  // errors and the end show in recv/send
   });
   if (!st.ok()) {
-    SLUICE_LOG(kLog, kWarn, "connection from {}: {}", c.peer, st.message());
+    SLUICE_LOG(kHttpLog, kWarn, "connection from {}: {}", c.peer, st.message());
     return;
   }
   c.backend_watched = true;
@@ -394,7 +393,7 @@ void HttpFrontDoor::WatchBackend(Conn& c, uint32_t events) {
 
 void HttpFrontDoor::Refuse(Conn& c, int status, const char* reason) {
   if (++refusals_ <= kLogLinesPerSweep) {
-    SLUICE_LOG(kLog, kInfo, "connection from {}: refused with {} {}", c.peer, status, reason);
+    SLUICE_LOG(kHttpLog, kInfo, "connection from {}: refused with {} {}", c.peer, status, reason);
   }
   c.refused = true;
   // Said only when nothing was passed on: otherwise the server's answers are under way on
@@ -583,7 +582,8 @@ void HttpFrontDoor::Pump(std::shared_ptr<Conn> self) {
           if (why.empty()) why = std::strerror(r.err);
           if (c.requests == 0 && options_.tls != nullptr &&
               !net::SessionOf(*c.transport).has_value() && ++refusals_ <= kLogLinesPerSweep) {
-            SLUICE_LOG(kLog, kInfo, "connection from {}: TLS handshake failed: {}", c.peer, why);
+            SLUICE_LOG(kHttpLog, kInfo, "connection from {}: TLS handshake failed: {}", c.peer,
+                       why);
           }
           Close(c, nullptr);
           return;
@@ -703,7 +703,7 @@ void HttpFrontDoor::Sweep() {
   for (auto& [fd, c] : conns_) {
     if (c->request_open && now > c->request_deadline) {
       if (++timed_out <= kLogLinesPerSweep) {
-        SLUICE_LOG(kLog, kInfo,
+        SLUICE_LOG(kHttpLog, kInfo,
                    "connection from {}: no whole {}request within its deadline; closing", c->peer,
                    options_.tls != nullptr && !net::SessionOf(*c->transport).has_value()
                        ? "TLS handshake and "
@@ -712,22 +712,22 @@ void HttpFrontDoor::Sweep() {
       late.push_back(c);
     } else if (!c->down.empty() && now - c->write_progress > options_.write_stall_ms) {
       if (++stalled <= kLogLinesPerSweep) {
-        SLUICE_LOG(kLog, kInfo, "connection from {}: its answer unread for {} ms; closing", c->peer,
-                   options_.write_stall_ms);
+        SLUICE_LOG(kHttpLog, kInfo, "connection from {}: its answer unread for {} ms; closing",
+                   c->peer, options_.write_stall_ms);
       }
       late.push_back(c);
     }
   }
   if (timed_out > kLogLinesPerSweep || stalled > kLogLinesPerSweep) {
-    SLUICE_LOG(kLog, kInfo, "{} connections closed for no whole request, {} for answers unread",
+    SLUICE_LOG(kHttpLog, kInfo, "{} connections closed for no whole request, {} for answers unread",
                timed_out, stalled);
   }
   if (refused_at_limit_ > kLogLinesPerSweep) {
-    SLUICE_LOG(kLog, kWarn, "{} connections closed: {} connections were open", refused_at_limit_,
-               options_.max_connections);
+    SLUICE_LOG(kHttpLog, kWarn, "{} connections closed: {} connections were open",
+               refused_at_limit_, options_.max_connections);
   }
   if (refusals_ > kLogLinesPerSweep) {
-    SLUICE_LOG(kLog, kInfo, "{} connections refused or failed their TLS handshake", refusals_);
+    SLUICE_LOG(kHttpLog, kInfo, "{} connections refused or failed their TLS handshake", refusals_);
   }
   refused_at_limit_ = 0;
   refusals_ = 0;
@@ -744,7 +744,7 @@ void HttpFrontDoor::Sweep() {
 void HttpFrontDoor::Close(Conn& c, const char* why) {
   if (c.closed) return;
   c.closed = true;
-  if (why != nullptr) SLUICE_LOG(kLog, kInfo, "connection from {}: {}", c.peer, why);
+  if (why != nullptr) SLUICE_LOG(kHttpLog, kInfo, "connection from {}: {}", c.peer, why);
   loop_->Remove(c.fd);
   c.transport.reset();
   ::close(c.fd);

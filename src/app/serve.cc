@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "app/http_front_door.h"
+#include "app/loggers.h"
 #include "app/pipeline_grants.h"
 #include "app/schema_registry_port.h"
 #include "auth/http_auth.h"
@@ -73,8 +74,6 @@ class ConsolePipelines final : public console::PipelineControl {
   PipelineSet* set_;
   std::string dir_;
 };
-
-const Logger kLog("serve");
 
 // The HTTP port when http.addr (--http-addr) does not say otherwise.
 constexpr const char* kDefaultHttpAddr = "127.0.0.1:8181";

@@ -24,6 +24,7 @@
 #include "broker/handlers/context.h"
 #include "broker/handlers/fetch.h"
 #include "broker/handlers/handlers.h"
+#include "broker/loggers.h"
 #include "broker/meta_files.h"
 #include "broker/metadata_controller.h"
 #include "broker/replica_manager.h"
@@ -38,7 +39,6 @@
 namespace sluice::broker {
 namespace {
 
-const Logger kLog("broker");
 constexpr const char* kUsersFile = "users.json";
 constexpr const char* kAclsFile = "acls.json";
 constexpr const char* kQuotasFile = "quotas.json";

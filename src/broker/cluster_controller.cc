@@ -14,6 +14,7 @@
 #include "broker/cluster_identity.h"
 #include "broker/controlled_shutdown.h"
 #include "broker/etcd_isr_store.h"
+#include "broker/loggers.h"
 #include "broker/meta_files.h"
 #include "broker/replica_state.h"
 #include "cluster/cluster_values.h"
@@ -23,7 +24,6 @@
 namespace sluice::broker {
 namespace {
 
-const Logger kLog("cluster");
 using kafka::ErrorCode;
 using namespace cluster;  // NOLINT: the etcd values and decisions, throughout
 
@@ -97,7 +97,7 @@ Result<std::string> JoinClusterId(const ClusterControllerOptions& options) {
     w.compares.push_back({keys.ClusterId(), 0});
     w.puts.push_back({keys.ClusterId(), ToJson(ClusterIdValue{id}), 0});
     ASSIGN_OR_RETURN(TxnResponse r, etcd->Txn(ToTxn(w)));
-    if (r.succeeded) SLUICE_LOG(kLog, kInfo, "created cluster id {} in etcd", id);
+    if (r.succeeded) SLUICE_LOG(kClusterLog, kInfo, "created cluster id {} in etcd", id);
     ASSIGN_OR_RETURN(got, etcd->Get(keys.ClusterId()));
     if (!got.kv.has_value())
       return IOError("etcd: {} vanished after it was written", keys.ClusterId());
@@ -191,9 +191,9 @@ Status ClusterController::Register() {
                      etcd_->Txn(ToTxn(RegistrationWrite(keys, node, lease_->lease_id(), reg))));
     if (r.succeeded) {
       broker_epoch_ = r.header.revision;  // the key's create_revision
-      SLUICE_LOG(kLog, kInfo, "registered as broker {} of cluster '{}' ({}:{}, incarnation {}{})",
-                 node, options_.cluster.name, reg.host, reg.port, incarnation_,
-                 clean_ ? "" : ", unclean");
+      SLUICE_LOG(
+          kClusterLog, kInfo, "registered as broker {} of cluster '{}' ({}:{}, incarnation {}{})",
+          node, options_.cluster.name, reg.host, reg.port, incarnation_, clean_ ? "" : ", unclean");
       return Status::OK();
     }
     ASSIGN_OR_RETURN(GetResponse held, etcd_->Get(keys.Broker(node)));
@@ -312,7 +312,7 @@ void ClusterController::SyncDocument(EtcdDocument& doc, const std::string& value
                                      int64_t mod_revision) {
   if (!doc.replace || mod_revision <= doc.revision.load()) return;
   if (Status st = doc.replace(value); !st.ok()) {
-    SLUICE_LOG(kLog, kError, "etcd {} is unreadable, keeping the one in use: {}", doc.key,
+    SLUICE_LOG(kClusterLog, kError, "etcd {} is unreadable, keeping the one in use: {}", doc.key,
                st.message());
     return;
   }
@@ -325,7 +325,7 @@ Status ClusterController::ListAll() {
   for (const KeyValue& kv : all.kvs) {
     if (SyncDocuments(kv.key, kv.value, kv.mod_revision)) continue;
     if (Status st = view_.Put(kv.key, kv.value, kv.mod_revision, kv.create_revision); !st.ok()) {
-      SLUICE_LOG(kLog, kWarn, "ignoring etcd {}", st.message());
+      SLUICE_LOG(kClusterLog, kWarn, "ignoring etcd {}", st.message());
     }
   }
   listed_revision_ = all.header.revision;
@@ -400,7 +400,7 @@ void ClusterController::Stop() {
   // stopped loop stays until then: a loss reported meanwhile posts to it, and never runs.
   if (lease_ != nullptr) {
     if (Status st = lease_->Stop(); !st.ok()) {
-      SLUICE_LOG(kLog, kWarn, "revoking the broker's lease: {}", st.ToString());
+      SLUICE_LOG(kClusterLog, kWarn, "revoking the broker's lease: {}", st.ToString());
     }
     lease_.reset();
   }
@@ -443,7 +443,7 @@ void ClusterController::OnWatchEvents(const WatchBatch& batch) {
     if (SyncDocuments(e.kv.key, e.kv.value, e.kv.mod_revision)) continue;
     if (Status st = view_.Put(e.kv.key, e.kv.value, e.kv.mod_revision, e.kv.create_revision);
         !st.ok()) {
-      SLUICE_LOG(kLog, kWarn, "ignoring etcd {}", st.message());
+      SLUICE_LOG(kClusterLog, kWarn, "ignoring etcd {}", st.message());
     }
   }
   AfterChange();
@@ -452,8 +452,9 @@ void ClusterController::OnWatchEvents(const WatchBatch& batch) {
 void ClusterController::OnLeaseLost(const Status& why) {
   // On the lease keeper's thread. The registration is gone: this broker leads nothing
   // from now on (decision 9), and registers again with a new lease.
-  SLUICE_LOG(kLog, kError, "broker {} lost its etcd lease ({}): stepping down, registering again",
-             node_id(), why.message());
+  SLUICE_LOG(kClusterLog, kError,
+             "broker {} lost its etcd lease ({}): stepping down, registering again", node_id(),
+             why.message());
   if (stopping_.load()) return;
   // Set before loop_ is read: a loss while the broker starts (its logs opening, no loop
   // yet) is handled by Start(), which reads the flag after it made the loop. Before, it
@@ -495,7 +496,7 @@ void ClusterController::HandleLeaseLoss() {
   // cluster_faults.py). List it again first, as at start.
   if (st.ok()) st = ListAll();
   if (!st.ok()) {
-    SLUICE_LOG(kLog, kError, "registering again: {}; retrying", st.ToString());
+    SLUICE_LOG(kClusterLog, kError, "registering again: {}; retrying", st.ToString());
     loop_->RunAfter(1000, [this] { OnLeaseLost(InternalError("registration failed")); });
     return;
   }
@@ -511,7 +512,7 @@ void ClusterController::AfterChange() {
   const auto& held = view_.controller();
   if (fence_.has_value() &&
       (!held.has_value() || held->value.node != node_id() || held->value.epoch != fence_->epoch)) {
-    SLUICE_LOG(kLog, kInfo, "broker {} is no longer the controller", node_id());
+    SLUICE_LOG(kClusterLog, kInfo, "broker {} is no longer the controller", node_id());
     fence_.reset();
     handled_registrations_.clear();
   }
@@ -524,7 +525,7 @@ void ClusterController::AfterChange() {
     if (info.ok()) {
       topic_infos_[name] = std::move(*info);
     } else {
-      SLUICE_LOG(kLog, kWarn, "ignoring topic: {}", info.status().message());
+      SLUICE_LOG(kClusterLog, kWarn, "ignoring topic: {}", info.status().message());
     }
   }
   // Configs changed by any broker reach the logs this one leads.
@@ -552,13 +553,14 @@ void ClusterController::TryBecomeController() {
   auto r = Apply(
       ControllerElectionWrite(view_.keys(), node_id(), lease_->lease_id(), previous, revision));
   if (!r.ok()) {
-    SLUICE_LOG(kLog, kWarn, "controller election: {}", r.status().ToString());
+    SLUICE_LOG(kClusterLog, kWarn, "controller election: {}", r.status().ToString());
     return;
   }
   if (!r->succeeded) return;  // another broker was faster: the watch says which
   fence_ = ControllerFence{previous + 1, r->header.revision};
   handled_registrations_.clear();
-  SLUICE_LOG(kLog, kInfo, "broker {} is the controller (epoch {})", node_id(), fence_->epoch);
+  SLUICE_LOG(kClusterLog, kInfo, "broker {} is the controller (epoch {})", node_id(),
+             fence_->epoch);
 }
 
 void ClusterController::ControllerDuties() {
@@ -633,10 +635,11 @@ void ClusterController::ControllerDuties() {
       // it, and this runs again.
       all_written = false;
       if (!r.ok())
-        SLUICE_LOG(kLog, kWarn, "electing {}-{}: {}", c.topic, c.partition, r.status().ToString());
+        SLUICE_LOG(kClusterLog, kWarn, "electing {}-{}: {}", c.topic, c.partition,
+                   r.status().ToString());
       continue;
     }
-    SLUICE_LOG(kLog, kInfo, "{}-{}: leader {} (epoch {}), isr of {}", c.topic, c.partition,
+    SLUICE_LOG(kClusterLog, kInfo, "{}-{}: leader {} (epoch {}), isr of {}", c.topic, c.partition,
                c.next.leader, c.next.leader_epoch, c.next.isr.size());
   }
   if (all_written) {
@@ -669,8 +672,9 @@ void ClusterController::ControllerDuties() {
       auto r = Apply(w);
       if (!r.ok() || !r->succeeded) break;
     }
-    SLUICE_LOG(kLog, kInfo, "{}: wrote the states of partitions {} to {} a creation left out",
-               topic_name, first, n - 1);
+    SLUICE_LOG(kClusterLog, kInfo,
+               "{}: wrote the states of partitions {} to {} a creation left out", topic_name, first,
+               n - 1);
     break;  // the view changed: the next change does the rest
   }
   // Deletions: every broker removes its directories when it sees the topic go (and checks
@@ -711,16 +715,16 @@ void ClusterController::ReconcileLogs() {
     if (!info.ok()) continue;
     auto part = OpenPartition(*info, key.second, epoch);
     if (!part.ok()) {
-      SLUICE_LOG(kLog, kError, "opening {}-{} to lead it: {}", key.first, key.second,
+      SLUICE_LOG(kClusterLog, kError, "opening {}-{} to lead it: {}", key.first, key.second,
                  part.status().ToString());
       continue;
     }
     if (Status st = logs_.Install(key, std::move(*part), ConfigOf(key.first)); !st.ok()) {
-      SLUICE_LOG(kLog, kError, "placing {}-{}: {}", key.first, key.second, st.ToString());
+      SLUICE_LOG(kClusterLog, kError, "placing {}-{}: {}", key.first, key.second, st.ToString());
       continue;
     }
     catalog_epochs_[key] = epoch;
-    SLUICE_LOG(kLog, kInfo, "leading {}-{} in epoch {}", key.first, key.second, epoch);
+    SLUICE_LOG(kClusterLog, kInfo, "leading {}-{} in epoch {}", key.first, key.second, epoch);
   }
 }
 
@@ -795,7 +799,7 @@ void ClusterController::ReconcileReplicas() {
       // A leader's epochs end with etcd's; a follower's come from the leader's batches.
       auto part = OpenPartition(info->second, key.second, leads ? s.leader_epoch : -1);
       if (!part.ok()) {
-        SLUICE_LOG(kLog, kError, "opening {}-{}: {}", key.first, key.second,
+        SLUICE_LOG(kClusterLog, kError, "opening {}-{}: {}", key.first, key.second,
                    part.status().ToString());
         continue;
       }
@@ -808,7 +812,7 @@ void ClusterController::ReconcileReplicas() {
       placeholder->high_watermark = -1;
       (*part)->replica = std::move(placeholder);
       if (Status st = logs_.Install(key, std::move(*part), &info->second.config); !st.ok()) {
-        SLUICE_LOG(kLog, kError, "placing {}-{}: {}", key.first, key.second, st.ToString());
+        SLUICE_LOG(kClusterLog, kError, "placing {}-{}: {}", key.first, key.second, st.ToString());
         continue;
       }
       catalog_epochs_[key] = s.leader_epoch;
@@ -871,7 +875,8 @@ void ClusterController::ReissueRoles() {
 
 bool ClusterController::ControlledShutdown(int64_t timeout_ms) {
   if (loop_ == nullptr || stopping_.load() || timeout_ms <= 0) return false;
-  SLUICE_LOG(kLog, kInfo, "broker {}: controlled shutdown, moving its leaderships away", node_id());
+  SLUICE_LOG(kClusterLog, kInfo, "broker {}: controlled shutdown, moving its leaderships away",
+             node_id());
   const int64_t deadline = NowMs() + timeout_ms;
   size_t left = 0;
   for (;;) {
@@ -881,10 +886,10 @@ bool ClusterController::ControlledShutdown(int64_t timeout_ms) {
   }
   RunAndWait([this] { Resign(); });
   if (left == 0) {
-    SLUICE_LOG(kLog, kInfo, "broker {}: controlled shutdown done, its leaderships moved",
+    SLUICE_LOG(kClusterLog, kInfo, "broker {}: controlled shutdown done, its leaderships moved",
                node_id());
   } else {
-    SLUICE_LOG(kLog, kWarn,
+    SLUICE_LOG(kClusterLog, kWarn,
                "broker {}: controlled shutdown gave up after {} ms with {} partitions not "
                "moved; they move when its registration goes",
                node_id(), timeout_ms, left);
@@ -905,7 +910,7 @@ size_t ClusterController::ShutdownStep() {
         {ShutdownKey(view_.keys(), node_id()), ToJson(ShutdownRequest{epoch}), lease_->lease_id()});
     auto r = Apply(w);
     if (!r.ok()) {
-      SLUICE_LOG(kLog, kWarn, "asking for a controlled shutdown: {}", r.status().ToString());
+      SLUICE_LOG(kClusterLog, kWarn, "asking for a controlled shutdown: {}", r.status().ToString());
     }
     AfterChange();  // the controller's moves, if this broker is the controller
   }
@@ -921,9 +926,9 @@ void ClusterController::Resign() {
     w.deletes.push_back(view_.keys().Controller());
     auto r = Apply(w);
     if (!r.ok()) {
-      SLUICE_LOG(kLog, kWarn, "resigning as controller: {}", r.status().ToString());
+      SLUICE_LOG(kClusterLog, kWarn, "resigning as controller: {}", r.status().ToString());
     } else {
-      SLUICE_LOG(kLog, kInfo, "broker {} resigned as controller (epoch {})", node_id(),
+      SLUICE_LOG(kClusterLog, kInfo, "broker {} resigned as controller (epoch {})", node_id(),
                  fence_->epoch);
     }
   }
@@ -974,7 +979,7 @@ Result<std::unique_ptr<Partition>> ClusterController::OpenPartition(const TopicI
     ASSIGN_OR_RETURN(std::string text, ReadSmallFile(env, marker, 4096));
     if (text != PartitionMetadata(topic.id)) {
       // A deleted topic's directory under the same name: its data is not this topic's.
-      SLUICE_LOG(kLog, kWarn, "{} belongs to another topic id: removing it", dir);
+      SLUICE_LOG(kClusterLog, kWarn, "{} belongs to another topic id: removing it", dir);
       RETURN_IF_ERROR(RemoveTree(dir));
     }
   } else if (env->Exists(dir)) {
@@ -982,7 +987,7 @@ Result<std::unique_ptr<Partition>> ClusterController::OpenPartition(const TopicI
     // cluster). Not this topic's for sure, and not ours to delete: set aside, as Kafka sets
     // aside stray logs.
     const std::string stray = fmt::format("{}-{}-stray", dir, RandomUuid().ToString());
-    SLUICE_LOG(kLog, kWarn, "{} has no partition.metadata: moved to {}", dir, stray);
+    SLUICE_LOG(kClusterLog, kWarn, "{} has no partition.metadata: moved to {}", dir, stray);
     RETURN_IF_ERROR(env->Rename(dir, stray));
     RETURN_IF_ERROR(env->SyncDir(options_.local.data_dir));
   }
@@ -1008,13 +1013,14 @@ void ClusterController::ClosePartition(const PartitionKey& key, bool remove_dir)
   catalog_epochs_.erase(key);
   if (part != nullptr) {
     if (Status st = part->log->Close(); !st.ok()) {
-      SLUICE_LOG(kLog, kWarn, "closing {}-{}: {}", key.first, key.second, st.ToString());
+      SLUICE_LOG(kClusterLog, kWarn, "closing {}-{}: {}", key.first, key.second, st.ToString());
     }
   }
-  SLUICE_LOG(kLog, kInfo, "closed {}-{}{}", key.first, key.second, remove_dir ? " (deleted)" : "");
+  SLUICE_LOG(kClusterLog, kInfo, "closed {}-{}{}", key.first, key.second,
+             remove_dir ? " (deleted)" : "");
   if (remove_dir) {
     if (Status st = RemoveTree(logs_.Dir(key.first, key.second)); !st.ok()) {
-      SLUICE_LOG(kLog, kWarn, "removing {}", st.ToString());
+      SLUICE_LOG(kClusterLog, kWarn, "removing {}", st.ToString());
     }
   }
 }
@@ -1061,7 +1067,7 @@ std::vector<int32_t> ClusterController::RegisteredBrokers() {
       (void)view_.Put(kv.key, kv.value, kv.mod_revision, kv.create_revision);
     }
   } else {
-    SLUICE_LOG(kLog, kWarn, "listing the brokers: {}; assigning from the watched ones",
+    SLUICE_LOG(kClusterLog, kWarn, "listing the brokers: {}; assigning from the watched ones",
                listed.status().ToString());
   }
   std::vector<int32_t> nodes;
@@ -1149,7 +1155,7 @@ TopicError ClusterController::CreateReplicatedTopic(
                           ErrorCode::kTopicAlreadyExists, fmt::format("creating topic '{}'", name));
     if (!e.ok()) return e;
     info->id = id;
-    SLUICE_LOG(kLog, kInfo,
+    SLUICE_LOG(kClusterLog, kInfo,
                "created topic {} ({} partitions, replication factor {}, id {}); the controller "
                "elects its leaders",
                name, partitions, rf, id.ToString());
@@ -1165,13 +1171,13 @@ TopicError ClusterController::CreateReplicatedTopic(
       }
       // Past the first write the topic exists: a later controller writes the missing states.
       if (i == 0) return e;
-      SLUICE_LOG(kLog, kWarn, "{}", e.message);
+      SLUICE_LOG(kClusterLog, kWarn, "{}", e.message);
       break;
     }
   }
   info->id = id;
-  SLUICE_LOG(kLog, kInfo, "created topic {} ({} partitions, replication factor {}, id {})", name,
-             partitions, rf, id.ToString());
+  SLUICE_LOG(kClusterLog, kInfo, "created topic {} ({} partitions, replication factor {}, id {})",
+             name, partitions, rf, id.ToString());
   AfterChange();
   return {};
 }
@@ -1198,7 +1204,7 @@ TopicError ClusterController::DeleteTopic(const std::string& name) {
           : ForwardTopicWrite(DeleteTopicWrite(view_.keys(), {}, name, it->second.mod_revision, id),
                               ErrorCode::kUnknownServerError, what);
   if (!e.ok()) return e;
-  SLUICE_LOG(kLog, kInfo, "deleted topic {}", name);
+  SLUICE_LOG(kClusterLog, kInfo, "deleted topic {}", name);
   AfterChange();
   return {};
 }
@@ -1237,8 +1243,8 @@ TopicError ClusterController::AddPartitions(const std::string& name, int32_t cou
             .at(0),
         ErrorCode::kUnknownServerError, fmt::format("adding partitions to '{}'", name));
     if (!e.ok()) return e;
-    SLUICE_LOG(kLog, kInfo, "topic {}: {} partitions, was {}; the controller elects", name, count,
-               before);
+    SLUICE_LOG(kClusterLog, kInfo, "topic {}: {} partitions, was {}; the controller elects", name,
+               count, before);
     return {};
   }
   std::vector<MetadataWrite> writes = AddPartitionsWrites(
@@ -1247,11 +1253,11 @@ TopicError ClusterController::AddPartitions(const std::string& name, int32_t cou
     TopicError e = CheckWrite(Apply(writes[i]), fmt::format("adding partitions to '{}'", name));
     if (!e.ok()) {
       if (i == 0) return e;
-      SLUICE_LOG(kLog, kWarn, "{}", e.message);
+      SLUICE_LOG(kClusterLog, kWarn, "{}", e.message);
       break;
     }
   }
-  SLUICE_LOG(kLog, kInfo, "topic {}: {} partitions, was {}", name, count, before);
+  SLUICE_LOG(kClusterLog, kInfo, "topic {}: {} partitions, was {}", name, count, before);
   AfterChange();
   return {};
 }

@@ -3,13 +3,10 @@
 #include "broker/cluster_controller_roles.h"
 
 #include "base/logging.h"
+#include "broker/loggers.h"
 #include "broker/replica_manager.h"
 
 namespace sluice::broker {
-namespace {
-const Logger kLog("replica");
-}  // namespace
-
 bool ReplicaManagerRoles::BecomeLeader(const PartitionKey& key, const LeaderRole& role) {
   ReplicaManager* m = manager_.load();
   if (m == nullptr) return false;
@@ -21,7 +18,7 @@ bool ReplicaManagerRoles::BecomeLeader(const PartitionKey& key, const LeaderRole
   l.min_insync_replicas = role.min_insync_replicas;
   Status st = m->BecomeLeader(key.first, key.second, l);
   if (!st.ok()) {
-    SLUICE_LOG(kLog, kWarn, "{}-{}: not leading epoch {}: {}", key.first, key.second,
+    SLUICE_LOG(kReplicaLog, kWarn, "{}-{}: not leading epoch {}: {}", key.first, key.second,
                role.leader_epoch, st.ToString());
   }
   return st.ok();
@@ -34,8 +31,8 @@ bool ReplicaManagerRoles::BecomeFollower(const PartitionKey& key, int32_t leader
   if (m == nullptr) return false;
   Status st = m->BecomeFollower(key.first, key.second, leader_epoch, leader, host, port);
   if (!st.ok()) {
-    SLUICE_LOG(kLog, kWarn, "{}-{}: not following broker {} in epoch {}: {}", key.first, key.second,
-               leader, leader_epoch, st.ToString());
+    SLUICE_LOG(kReplicaLog, kWarn, "{}-{}: not following broker {} in epoch {}: {}", key.first,
+               key.second, leader, leader_epoch, st.ToString());
   }
   return st.ok();
 }

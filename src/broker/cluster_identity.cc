@@ -2,14 +2,13 @@
 #include "broker/cluster_identity.h"
 
 #include "base/logging.h"
+#include "broker/loggers.h"
 #include "broker/meta_files.h"
 #include "broker/topic_store.h"
 #include "cluster/cluster_values.h"
 
 namespace sluice::broker {
 namespace {
-
-const Logger kLog("broker");
 
 // The id in a one-line file; nullopt when missing.
 Result<std::optional<std::string>> ReadIdFile(const std::string& path, storage::Env* env) {

@@ -15,11 +15,10 @@
 #include "broker/cluster_controller.h"
 #include "broker/coordinator_partitions.h"
 #include "broker/group_coordinator.h"
+#include "broker/loggers.h"
 
 namespace sluice::broker {
 namespace {
-
-const Logger kLog("cluster");
 
 // How the internal topics are created (ClusterOptions: Kafka's keys offsets.topic.* and
 // transaction.state.log.*).
@@ -64,11 +63,12 @@ bool ClusterController::CreateInternalTopic(const std::string& name) {
   TopicError e = CreateReplicatedTopic(name, spec.partitions, rf,
                                        InternalTopicConfigs(name, rf, spec.min_isr), false, &info);
   if (!e.ok()) {
-    SLUICE_LOG(kLog, kWarn, "creating the internal topic {}: {}", name, e.message);
+    SLUICE_LOG(kClusterLog, kWarn, "creating the internal topic {}: {}", name, e.message);
     return false;
   }
-  SLUICE_LOG(kLog, kInfo, "created the internal topic {}: {} partitions, replication factor {}",
-             name, spec.partitions, rf);
+  SLUICE_LOG(kClusterLog, kInfo,
+             "created the internal topic {}: {} partitions, replication factor {}", name,
+             spec.partitions, rf);
   return true;
 }
 
@@ -86,7 +86,7 @@ void ClusterController::MaybeCreateInternalTopics() {
       const auto count = static_cast<int32_t>(topic->second.value.partitions.size());
       if (count != spec.partitions && warned[name] != spec.partitions) {
         warned[name] = spec.partitions;
-        SLUICE_LOG(kLog, kWarn,
+        SLUICE_LOG(kClusterLog, kWarn,
                    "{} has {} partitions, not the {} configured: the coordinators keep using {} "
                    "(a topic's partition count decides which partition a key belongs to)",
                    name, count, spec.partitions, count);

@@ -12,11 +12,10 @@
 #include <climits>
 
 #include "base/logging.h"
+#include "broker/loggers.h"
 
 namespace sluice::broker {
 namespace {
-
-const Logger kLog("broker");
 
 // What one readiness event may read before yielding to the other fds of the loop: a byte
 // budget, and a cap on reads. A TLS read returns one record's bytes, and a client may send

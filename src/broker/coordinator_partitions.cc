@@ -10,6 +10,7 @@
 #include "base/logging.h"
 #include "broker/controller.h"
 #include "broker/group_coordinator.h"
+#include "broker/loggers.h"
 #include "broker/partition.h"
 #include "broker/replica_state.h"
 #include "broker/shards.h"
@@ -17,8 +18,6 @@
 
 namespace sluice::broker {
 namespace {
-
-const Logger kLog("coordinator");
 
 using kafka::ErrorCode;
 
@@ -130,7 +129,8 @@ InternalLogOptions::AppendFn ReplicatedAppend(Shards& shards, std::string topic,
       replica::PrepareAppend(*part, &ao);
       Result<storage::AppendInfo> appended = part->log->Append(batch, std::move(ao));
       if (!appended.ok()) {
-        SLUICE_LOG(kLog, kWarn, "appending to {}: {}", what, appended.status().ToString());
+        SLUICE_LOG(kCoordinatorLog, kWarn, "appending to {}: {}", what,
+                   appended.status().ToString());
         if (done) done(appended.status());
         return;
       }

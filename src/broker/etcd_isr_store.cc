@@ -6,14 +6,11 @@
 
 #include "base/logging.h"
 #include "broker/cluster_controller.h"
+#include "broker/loggers.h"
 #include "cluster/cluster_values.h"
 #include "cluster/metadata_txn.h"
 
 namespace sluice::broker {
-namespace {
-const Logger kLog("cluster");
-}  // namespace
-
 IsrError IsrChangeWrite(const ClusterView& view, const std::string& topic, int32_t partition,
                         int32_t leader, int32_t leader_epoch, const std::vector<int32_t>& new_isr,
                         int64_t expected_version, const IsrStore::BrokerEpochs& broker_epochs,
@@ -74,7 +71,7 @@ IsrApplied ApplyIsrChange(cluster::EtcdClient& etcd, const cluster::MetadataWrit
     return {IsrError::kNone, r->header.revision};
   }
   // The answer was lost, not necessarily the write: what etcd holds decides.
-  SLUICE_LOG(kLog, kWarn, "ISR change of {}: {}; re-reading it", write.puts.at(0).key,
+  SLUICE_LOG(kClusterLog, kWarn, "ISR change of {}: {}; re-reading it", write.puts.at(0).key,
              r.status().ToString());
   auto held = etcd.Get(write.puts[0].key);
   if (!held.ok()) return {IsrError::kUnavailable, 0};

@@ -10,11 +10,10 @@
 
 #include "base/clock.h"
 #include "base/logging.h"
+#include "broker/loggers.h"
 
 namespace sluice::broker {
 namespace {
-
-const Logger kLog("broker");
 
 constexpr int kMaxEvents = 256;
 

@@ -117,7 +117,7 @@ void GroupCoordinator::DoDeleteGroups(const kafka::DeleteGroupsRequest& req,
     resp->results.push_back(std::move(r));
   }
   if (writes.empty()) return done(std::move(*resp));
-  SLUICE_LOG(kLog, kInfo, "deleting {} groups", resp->results.size());
+  SLUICE_LOG(kGroupsLog, kInfo, "deleting {} groups", resp->results.size());
   // Answered once every write is durable; a result whose write failed says so.
   struct Answer {
     std::shared_ptr<kafka::DeleteGroupsResponse> resp;
@@ -128,7 +128,7 @@ void GroupCoordinator::DoDeleteGroups(const kafka::DeleteGroupsRequest& req,
   for (auto& [log, w] : writes) {
     auto finish = [answer, results = w.second](const Status& st) {
       if (!st.ok()) {
-        SLUICE_LOG(kLog, kWarn, "group deletion not durable: {}", st.ToString());
+        SLUICE_LOG(kGroupsLog, kWarn, "group deletion not durable: {}", st.ToString());
         for (size_t i : results) answer->resp->results[i].error_code = CoordinatorWriteError(st);
       }
       if (--answer->left == 0) answer->done(std::move(*answer->resp));
@@ -147,7 +147,7 @@ void GroupCoordinator::DoTopicDeleted(const std::string& topic) {
     if (part.log == nullptr) continue;
     Status st = part.log->Write(write, LogIfFailed("deleting the offsets of topic " + topic));
     if (!st.ok())
-      SLUICE_LOG(kLog, kWarn, "deleting the offsets of topic {}: {}", topic, st.ToString());
+      SLUICE_LOG(kGroupsLog, kWarn, "deleting the offsets of topic {}: {}", topic, st.ToString());
   }
   CleanupEmptyGroups("a topic was deleted");
 }
@@ -169,10 +169,11 @@ void GroupCoordinator::CleanupEmptyGroups(const char* why) {
     OffsetLog* log = OffsetsOf(id);
     if (log->Group(id) != nullptr) writes[log].DeleteGroup(id);
   }
-  SLUICE_LOG(kLog, kInfo, "{}: forgetting {} empty groups without offsets", why, dropped.size());
+  SLUICE_LOG(kGroupsLog, kInfo, "{}: forgetting {} empty groups without offsets", why,
+             dropped.size());
   for (auto& [log, write] : writes) {
     Status st = log->Write(write, LogIfFailed("forgetting empty groups"));
-    if (!st.ok()) SLUICE_LOG(kLog, kWarn, "forgetting empty groups: {}", st.ToString());
+    if (!st.ok()) SLUICE_LOG(kGroupsLog, kWarn, "forgetting empty groups: {}", st.ToString());
   }
 }
 

@@ -27,7 +27,7 @@ GroupCoordinator::GroupCoordinator(GroupCoordinatorOptions options)
 
 GroupCoordinator::~GroupCoordinator() {
   Status st = Close();
-  if (!st.ok()) SLUICE_LOG(kLog, kWarn, "closing the group coordinator: {}", st.ToString());
+  if (!st.ok()) SLUICE_LOG(kGroupsLog, kWarn, "closing the group coordinator: {}", st.ToString());
 }
 
 Result<std::unique_ptr<GroupCoordinator>> GroupCoordinator::Open(GroupCoordinatorOptions options) {
@@ -58,7 +58,7 @@ Result<std::unique_ptr<GroupCoordinator>> GroupCoordinator::Open(GroupCoordinato
   if (offsets != nullptr) {
     // A single node: one partition, always served.
     c->InstallPartition(0, 0, std::move(offsets));
-    SLUICE_LOG(kLog, kInfo, "group coordinator on {}: {} groups loaded", c->options_.dir,
+    SLUICE_LOG(kGroupsLog, kInfo, "group coordinator on {}: {} groups loaded", c->options_.dir,
                c->groups_.size());
   }
   c->gate_->loop = c->loop_.get();
@@ -271,7 +271,7 @@ void GroupCoordinator::NewMemberJoin(Group& g, JoinArgs& a, Done<kafka::JoinGrou
     auto known = g.static_members.find(*a.instance_id);
     if (known != g.static_members.end()) {
       std::string old_id = known->second;
-      SLUICE_LOG(kLog, kInfo, "group {}: static member {} rejoins as {}, replacing {}", g.id,
+      SLUICE_LOG(kGroupsLog, kInfo, "group {}: static member {} rejoins as {}, replacing {}", g.id,
                  *a.instance_id, new_id, old_id);
       return UpdateStaticMemberAndRebalance(g, old_id, new_id, a, std::move(done));
     }
@@ -438,7 +438,7 @@ void GroupCoordinator::PrepareRebalance(Group& g, const std::string& reason) {
   }
   const bool initial = g.Is(State::kEmpty);
   g.state = State::kPreparingRebalance;
-  SLUICE_LOG(kLog, kInfo, "group {}: preparing to rebalance (generation {}): {}", g.id,
+  SLUICE_LOG(kGroupsLog, kInfo, "group {}: preparing to rebalance (generation {}): {}", g.id,
              g.generation, reason);
   auto fire = [this, id = g.id, inc = g.incarnation] { OnJoinTimer(id, inc); };
   if (initial) {
@@ -494,7 +494,7 @@ void GroupCoordinator::CompleteJoin(Group& g) {
   }
   for (const std::string& id : gone) RemoveMember(g, id);
   if (!gone.empty()) {
-    SLUICE_LOG(kLog, kInfo, "group {}: removed {} members that did not rejoin: {}", g.id,
+    SLUICE_LOG(kGroupsLog, kInfo, "group {}: removed {} members that did not rejoin: {}", g.id,
                gone.size(), fmt::join(gone, ", "));
   }
 
@@ -516,7 +516,8 @@ void GroupCoordinator::CompleteJoin(Group& g) {
   if (!leader_joined && !g.members.empty()) {
     // Only static members that have not rejoined are left: wait another rebalance
     // timeout (their session timeouts remove them meanwhile).
-    SLUICE_LOG(kLog, kWarn, "group {}: could not complete the rebalance, no member rejoined", g.id);
+    SLUICE_LOG(kGroupsLog, kWarn, "group {}: could not complete the rebalance, no member rejoined",
+               g.id);
     g.join_timer =
         loop_->RunAfter(NonNegative(g.RebalanceTimeoutMs()),
                         [this, id = g.id, inc = g.incarnation] { OnJoinTimer(id, inc); });
@@ -534,11 +535,12 @@ void GroupCoordinator::CompleteJoin(Group& g) {
   }
   PersistGeneration(g);
   if (g.Is(State::kEmpty)) {
-    SLUICE_LOG(kLog, kInfo, "group {}: generation {} is empty", g.id, g.generation);
+    SLUICE_LOG(kGroupsLog, kInfo, "group {}: generation {} is empty", g.id, g.generation);
     return;
   }
-  SLUICE_LOG(kLog, kInfo, "group {}: generation {} with {} members, protocol {}, leader {}", g.id,
-             g.generation, g.members.size(), g.protocol_name.value_or(""), g.leader.value_or(""));
+  SLUICE_LOG(kGroupsLog, kInfo, "group {}: generation {} with {} members, protocol {}, leader {}",
+             g.id, g.generation, g.members.size(), g.protocol_name.value_or(""),
+             g.leader.value_or(""));
   for (Member* m : g.Ordered()) {
     kafka::JoinGroupResponse resp = JoinSuccess(g, *m, g.IsLeader(m->id), g.leader);
     if (m->join_done) {
@@ -613,8 +615,9 @@ void GroupCoordinator::DoSyncGroup(kafka::SyncGroupRequest& req, int16_t version
       if (!g->IsLeader(m.id)) return;  // followers wait for the leader's assignment
       std::map<std::string, std::vector<uint8_t>> assignment;
       for (auto& a : req.assignments) assignment[a.member_id] = std::move(a.assignment);
-      SLUICE_LOG(kLog, kInfo, "group {}: assignment for generation {} received from leader {}",
-                 g->id, g->generation, m.id);
+      SLUICE_LOG(kGroupsLog, kInfo,
+                 "group {}: assignment for generation {} received from leader {}", g->id,
+                 g->generation, m.id);
       g->held = std::move(assignment);
       MaybeCompleteSync(*g);
       return;
@@ -640,8 +643,8 @@ void GroupCoordinator::MaybeCompleteSync(Group& g) {
   if (g.store_error != ErrorCode::kNone) {
     const ErrorCode error = g.store_error;
     g.held.reset();
-    SLUICE_LOG(kLog, kWarn, "group {}: generation {} was not stored (error {}): rebalancing", g.id,
-               g.generation, static_cast<int>(error));
+    SLUICE_LOG(kGroupsLog, kWarn, "group {}: generation {} was not stored (error {}): rebalancing",
+               g.id, g.generation, static_cast<int>(error));
     for (auto& [id, m] : g.members) m->assignment.clear();
     PropagateAssignment(g, error);
     MaybePrepareRebalance(g, "the group's record was not stored");
@@ -661,8 +664,9 @@ void GroupCoordinator::MaybeCompleteSync(Group& g) {
     }
   }
   if (!missing.empty()) {
-    SLUICE_LOG(kLog, kWarn, "group {} generation {}: no assignment for {}; they get an empty one",
-               g.id, g.generation, fmt::join(missing, ", "));
+    SLUICE_LOG(kGroupsLog, kWarn,
+               "group {} generation {}: no assignment for {}; they get an empty one", g.id,
+               g.generation, fmt::join(missing, ", "));
   }
   PropagateAssignment(g, ErrorCode::kNone);
   g.state = State::kStable;
@@ -890,8 +894,9 @@ void GroupCoordinator::OnPendingMemberExpired(const std::string& group_id, uint6
   Group* g = FindGroup(group_id);
   if (g == nullptr || g->incarnation != incarnation) return;
   if (g->pending_members.erase(member_id) == 0) return;
-  SLUICE_LOG(kLog, kInfo, "group {}: pending member {} did not join within its session timeout",
-             g->id, member_id);
+  SLUICE_LOG(kGroupsLog, kInfo,
+             "group {}: pending member {} did not join within its session timeout", g->id,
+             member_id);
   if (g->Is(State::kPreparingRebalance)) MaybeCompleteJoin(*g);
 }
 
@@ -922,7 +927,8 @@ void GroupCoordinator::OnHeartbeatExpired(const std::string& group_id, uint64_t 
   m->heartbeat_timer = 0;
   const bool satisfied = !m->is_new && (m->awaiting_join() || m->awaiting_sync());
   if (satisfied) return;
-  SLUICE_LOG(kLog, kInfo, "group {}: member {} session timed out, removing it", g->id, member_id);
+  SLUICE_LOG(kGroupsLog, kInfo, "group {}: member {} session timed out, removing it", g->id,
+             member_id);
   RemoveMemberAndUpdateGroup(*g, member_id, fmt::format("member {} session timed out", member_id));
 }
 
@@ -982,7 +988,8 @@ void GroupCoordinator::PersistGeneration(Group& g) {
   auto stored = [this, id = g.id, inc = g.incarnation, gen = g.generation](const Status& st) {
     loop_->Post([this, id, inc, gen, st] {
       if (!st.ok()) {
-        SLUICE_LOG(kLog, kWarn, "group {}: writing generation {}: {}", id, gen, st.ToString());
+        SLUICE_LOG(kGroupsLog, kWarn, "group {}: writing generation {}: {}", id, gen,
+                   st.ToString());
       }
       Group* g = FindGroup(id);
       if (g == nullptr || g->incarnation != inc || g->generation != gen) return;
@@ -996,7 +1003,7 @@ void GroupCoordinator::PersistGeneration(Group& g) {
   };
   Status st = log->Write(write, std::move(stored));
   if (!st.ok()) {
-    SLUICE_LOG(kLog, kWarn, "group {}: writing generation {}: {}", g.id, g.generation,
+    SLUICE_LOG(kGroupsLog, kWarn, "group {}: writing generation {}: {}", g.id, g.generation,
                st.ToString());
     g.store_error = st.code() == StatusCode::kInvalidArgument ? ErrorCode::kUnknownServerError
                                                               : GroupStoreError(st);

@@ -112,14 +112,14 @@ void WriteAndAnswer(EventLoop& loop, const std::shared_ptr<PendingCommit<Resp>>&
     loop.Post([pending, s, what, finish] {
       finish(s.ok());
       if (!s.ok()) {
-        SLUICE_LOG(kLog, kWarn, "{} not acknowledged: {}", what, s.ToString());
+        SLUICE_LOG(kGroupsLog, kWarn, "{} not acknowledged: {}", what, s.ToString());
         pending->Set(pending->written, CoordinatorWriteError(s));
       }
       pending->Answer();
     });
   });
   if (st.ok()) return;
-  SLUICE_LOG(kLog, kWarn, "{} refused: {}", what, st.ToString());
+  SLUICE_LOG(kGroupsLog, kWarn, "{} refused: {}", what, st.ToString());
   pending->Set(pending->written,
                st.code() == StatusCode::kAborted           ? ErrorCode::kInvalidProducerEpoch
                : st.code() == StatusCode::kInvalidArgument ? ErrorCode::kInvalidCommitOffsetSize
@@ -163,7 +163,8 @@ void GroupCoordinator::DoOffsetCommit(kafka::OffsetCommitRequest& req, int16_t v
     // generation (or a coordinator restart): refused. Without one it creates the group.
     if (generation >= 0) return pending->FailAll(ErrorCode::kIllegalGeneration);
     g = &CreateGroup(req.group_id);
-    SLUICE_LOG(kLog, kInfo, "group {} created by a commit without group management", req.group_id);
+    SLUICE_LOG(kGroupsLog, kInfo, "group {} created by a commit without group management",
+               req.group_id);
   }
   ErrorCode err = ValidateOffsetCommit(*g, generation, req.member_id, req.group_instance_id);
   if (err == ErrorCode::kNone) {
@@ -397,7 +398,7 @@ void GroupCoordinator::DoTxnOffsetCommit(kafka::TxnOffsetCommitRequest& req, int
     // As OffsetCommit: without a generation the commit creates a simple group.
     if (generation >= 0) return pending->FailAll(ErrorCode::kIllegalGeneration);
     g = &CreateGroup(req.group_id);
-    SLUICE_LOG(kLog, kInfo, "group {} created by a transactional commit of producer {}",
+    SLUICE_LOG(kGroupsLog, kInfo, "group {} created by a transactional commit of producer {}",
                req.group_id, req.producer_id);
   }
   ErrorCode err = ValidateOffsetCommit(*g, generation, req.member_id, req.group_instance_id, true);
@@ -448,19 +449,21 @@ void GroupCoordinator::CompleteTxnIn(OffsetLog* log, int32_t p, int64_t producer
   Status st = log->CompleteTxn(
       producer_id, producer_epoch, commit, coordinator_epoch, [this, shared](const Status& s) {
         loop_->Post([shared, s] {
-          if (!s.ok()) SLUICE_LOG(kLog, kWarn, "transaction marker not durable: {}", s.ToString());
+          if (!s.ok())
+            SLUICE_LOG(kGroupsLog, kWarn, "transaction marker not durable: {}", s.ToString());
           (*shared)(s.ok() ? ErrorCode::kNone : CoordinatorWriteError(s));
         });
       });
   if (!st.ok()) {
-    SLUICE_LOG(kLog, kWarn, "offsets partition {}: {} marker of producer {} epoch {} refused: {}",
-               p, commit ? "commit" : "abort", producer_id, producer_epoch, st.ToString());
+    SLUICE_LOG(kGroupsLog, kWarn,
+               "offsets partition {}: {} marker of producer {} epoch {} refused: {}", p,
+               commit ? "commit" : "abort", producer_id, producer_epoch, st.ToString());
     return (*shared)(st.code() == StatusCode::kAborted ? ErrorCode::kInvalidProducerEpoch
                      : st.code() == StatusCode::kOutOfRange
                          ? ErrorCode::kTransactionCoordinatorFenced
                          : ErrorCode::kCoordinatorNotAvailable);
   }
-  SLUICE_LOG(kLog, kDebug, "offsets partition {}: {} of producer {} epoch {} completed", p,
+  SLUICE_LOG(kGroupsLog, kDebug, "offsets partition {}: {} of producer {} epoch {} completed", p,
              commit ? "commit" : "abort", producer_id, producer_epoch);
 }
 

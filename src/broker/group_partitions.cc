@@ -70,7 +70,7 @@ void GroupCoordinator::InstallPartition(int32_t p, uint64_t load_id,
     return;  // unloaded (or loaded again) meanwhile: the log closes unused
   }
   if (!loaded.ok()) {
-    SLUICE_LOG(kLog, kError, "loading partition {} of the offsets log: {}", p,
+    SLUICE_LOG(kGroupsLog, kError, "loading partition {} of the offsets log: {}", p,
                loaded.status().ToString());
     partitions_.erase(p);  // NOT_COORDINATOR until the next leadership
     return;
@@ -91,8 +91,9 @@ void GroupCoordinator::InstallPartition(int32_t p, uint64_t load_id,
     ++count;
   }
   if (options_.replicated) {
-    SLUICE_LOG(kLog, kInfo, "coordinating partition {} of the offsets log (epoch {}): {} groups", p,
-               part.epoch, count);
+    SLUICE_LOG(kGroupsLog, kInfo,
+               "coordinating partition {} of the offsets log (epoch {}): {} groups", p, part.epoch,
+               count);
   }
 }
 
@@ -111,11 +112,11 @@ void GroupCoordinator::DropPartition(int32_t p) {
   if (it->second.log != nullptr) {
     // An attached log: nothing is closed; writes under way answer from the owner.
     Status st = it->second.log->Close();
-    if (!st.ok()) SLUICE_LOG(kLog, kWarn, "offsets partition {}: {}", p, st.ToString());
+    if (!st.ok()) SLUICE_LOG(kGroupsLog, kWarn, "offsets partition {}: {}", p, st.ToString());
   }
   partitions_.erase(it);
-  SLUICE_LOG(kLog, kInfo, "no longer coordinating partition {} of the offsets log ({} groups)", p,
-             gone.size());
+  SLUICE_LOG(kGroupsLog, kInfo,
+             "no longer coordinating partition {} of the offsets log ({} groups)", p, gone.size());
 }
 
 void GroupCoordinator::UnloadPartition(int32_t p) {

@@ -20,14 +20,13 @@
 #include "base/strings.h"
 #include "broker/event_loop.h"
 #include "broker/group_coordinator.h"
+#include "broker/loggers.h"
 #include "broker/offset_log.h"
 
 namespace sluice::broker {
 namespace group_internal {
 
 using kafka::ErrorCode;
-
-inline const Logger kLog("groups");
 
 // Kafka's GroupCoordinator.NewMemberJoinTimeoutMs: a new member's JoinGroup waits at
 // most this long in a rebalance (its client cannot heartbeat before it has an id).
@@ -85,7 +84,7 @@ inline kafka::SyncGroupResponse SyncError(ErrorCode error) {
 // An OffsetLog callback that only reports failures (writes nobody waits for).
 inline OffsetLog::Done LogIfFailed(std::string what) {
   return [what = std::move(what)](const Status& st) {
-    if (!st.ok()) SLUICE_LOG(kLog, kWarn, "{}: {}", what, st.ToString());
+    if (!st.ok()) SLUICE_LOG(kGroupsLog, kWarn, "{}: {}", what, st.ToString());
   };
 }
 

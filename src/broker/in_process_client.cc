@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "base/logging.h"
+#include "broker/loggers.h"
 #include "broker/metadata_snapshot.h"
 #include "broker/txn_cluster.h"
 
@@ -15,7 +16,6 @@ namespace {
 
 using kafka::ErrorCode;
 
-const Logger kLog("in-process");
 constexpr int16_t kFetchVersion = InProcessKafka::kFetchVersion;
 
 // The largest answer a channel takes. A fetch answer is bounded by the request's max_bytes
@@ -212,7 +212,8 @@ Result<InProcessKafka::FetchAnswer> InProcessClient::Fetch(kafka::FetchRequest r
       // kRemoteBackoffMs until the metadata names another.
       if (now - last_failure_log_ > std::chrono::seconds(10)) {
         last_failure_log_ = now;
-        SLUICE_LOG(kLog, kInfo, "fetch from another leader: {}", arrived[a]->status.message());
+        SLUICE_LOG(kInProcessLog, kInfo, "fetch from another leader: {}",
+                   arrived[a]->status.message());
       }
       continue;
     }

@@ -8,14 +8,9 @@
 #include <vector>
 
 #include "base/logging.h"
+#include "broker/loggers.h"
 
 namespace sluice::broker {
-namespace {
-
-const Logger kLog("broker");
-
-}  // namespace
-
 InterBrokerSender::InterBrokerSender(const InterBrokerChannelOptions& options, int32_t destination,
                                      std::string host, int32_t port)
     : options_(options),

@@ -9,12 +9,11 @@
 
 #include "base/clock.h"
 #include "base/logging.h"
+#include "broker/loggers.h"
 #include "kafka/protocol/records.h"
 
 namespace sluice::broker {
 namespace {
-
-const Logger kLog("internal-log");
 
 // Bytes read from the log per Read at replay.
 constexpr uint64_t kReplayReadBytes = 4 << 20;
@@ -44,7 +43,7 @@ int64_t InternalLog::end_offset() const {
 
 InternalLog::~InternalLog() {
   Status st = Close();
-  if (!st.ok()) SLUICE_LOG(kLog, kWarn, "closing {}: {}", options_.dir, st.ToString());
+  if (!st.ok()) SLUICE_LOG(kInternalLogLog, kWarn, "closing {}: {}", options_.dir, st.ToString());
 }
 
 Result<std::unique_ptr<InternalLog>> InternalLog::Open(InternalLogOptions options) {
@@ -110,8 +109,8 @@ Status InternalLog::Replay(const BatchFn& on_batch, const RecordFn& on_record) {
       if (!on_batch(b)) continue;
       kafka::RecordReader reader;
       if (Status st = reader.Open(b.bytes, max_decompressed); !st.ok()) {
-        SLUICE_LOG(kLog, kWarn, "{}: skipping batch at offset {}: {}", options_.dir, h.base_offset,
-                   st.ToString());
+        SLUICE_LOG(kInternalLogLog, kWarn, "{}: skipping batch at offset {}: {}", options_.dir,
+                   h.base_offset, st.ToString());
         skipped_records_ += std::max(0, h.records_count);
         continue;
       }
@@ -120,15 +119,16 @@ Status InternalLog::Replay(const BatchFn& on_batch, const RecordFn& on_record) {
         const int64_t at = h.base_offset + rec.offset_delta;
         if (at < start) continue;
         if (!rec.key) {
-          SLUICE_LOG(kLog, kWarn, "{}: skipping record at offset {}: null key", options_.dir, at);
+          SLUICE_LOG(kInternalLogLog, kWarn, "{}: skipping record at offset {}: null key",
+                     options_.dir, at);
           ++skipped_records_;
           continue;
         }
         on_record(b, at, *rec.key, rec.value);
       }
       if (!reader.status().ok()) {
-        SLUICE_LOG(kLog, kWarn, "{}: rest of batch at offset {} skipped: {}", options_.dir,
-                   h.base_offset, reader.status().ToString());
+        SLUICE_LOG(kInternalLogLog, kWarn, "{}: rest of batch at offset {} skipped: {}",
+                   options_.dir, h.base_offset, reader.status().ToString());
         skipped_records_ += std::max(0, h.records_count - reader.records_read());
       }
     }

@@ -5,12 +5,12 @@
 #include <algorithm>
 
 #include "base/logging.h"
+#include "broker/loggers.h"
 #include "broker/meta_files.h"
 
 namespace sluice::broker {
 namespace {
 
-const Logger kLog("broker");
 constexpr size_t kMaxCheckpointBytes = 1 << 20;
 
 }  // namespace

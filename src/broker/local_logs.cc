@@ -10,12 +10,11 @@
 #include <utility>
 
 #include "base/logging.h"
+#include "broker/loggers.h"
 #include "broker/replica_state.h"
 
 namespace sluice::broker {
 namespace {
-
-const Logger kLog("broker");
 
 std::string Name(const PartitionKey& key) { return fmt::format("{}-{}", key.first, key.second); }
 

@@ -9,12 +9,12 @@
 #include <vector>
 
 #include "base/logging.h"
+#include "broker/loggers.h"
 #include "broker/meta_files.h"
 
 namespace sluice::broker {
 namespace {
 
-const Logger kLog("broker");
 using kafka::ErrorCode;
 
 }  // namespace

@@ -7,14 +7,13 @@
 
 #include "base/clock.h"
 #include "base/logging.h"
+#include "broker/loggers.h"
 #include "kafka/protocol/records.h"
 #include "kafka/protocol/wire.h"
 #include "storage/batch_header.h"
 
 namespace sluice::broker {
 namespace {
-
-const Logger kLog("offsets");
 
 constexpr int16_t kOffsetKeyVersion = 1;
 constexpr int16_t kGroupKeyVersion = 2;
@@ -30,7 +29,7 @@ constexpr size_t kTargetBatchBytes = 256 << 10;
 constexpr uint32_t kMaxBatchBytes = 8 << 20;
 // Batch header plus a generous bound on one record's varint framing.
 constexpr size_t kBatchOverhead = 61;
-constexpr size_t kRecordOverhead = 24;
+constexpr size_t kOffsetRecordOverhead = 24;
 
 size_t StringSize(const std::string& s) { return 2 + s.size(); }
 size_t NullableStringSize(const std::optional<std::string>& s) { return 2 + (s ? s->size() : 0); }
@@ -39,14 +38,14 @@ uint64_t OffsetRecordSize(const std::string& group, const TopicPartition& tp,
                           const CommittedOffset& v) {
   size_t key = 2 + StringSize(group) + StringSize(tp.topic) + 4;
   size_t value = 2 + 8 + 4 + StringSize(v.metadata) + 8;
-  return key + value + kRecordOverhead;
+  return key + value + kOffsetRecordOverhead;
 }
 
 uint64_t GroupRecordSize(const std::string& group, const GroupRecord& r) {
   size_t key = 2 + StringSize(group);
   size_t value = 2 + StringSize(r.protocol_type) + 4 + NullableStringSize(r.protocol) +
                  NullableStringSize(r.leader) + 4;
-  return key + value + kRecordOverhead;
+  return key + value + kOffsetRecordOverhead;
 }
 
 }  // namespace
@@ -254,7 +253,7 @@ OffsetLog::OffsetLog(OffsetLogOptions options) : options_(std::move(options)) {}
 
 OffsetLog::~OffsetLog() {
   Status st = Close();
-  if (!st.ok()) SLUICE_LOG(kLog, kWarn, "closing {}: {}", options_.dir, st.ToString());
+  if (!st.ok()) SLUICE_LOG(kOffsetsLog, kWarn, "closing {}: {}", options_.dir, st.ToString());
 }
 
 Result<std::unique_ptr<OffsetLog>> OffsetLog::Open(OffsetLogOptions options) {
@@ -265,7 +264,7 @@ Result<std::unique_ptr<OffsetLog>> OffsetLog::Open(OffsetLogOptions options) {
   ASSIGN_OR_RETURN(self->log_, InternalLog::Open(std::move(lo)));
   RETURN_IF_ERROR(self->Replay().WithContext("replaying offsets log " + self->options_.dir));
   self->log_->StartCleaning();
-  SLUICE_LOG(kLog, kInfo,
+  SLUICE_LOG(kOffsetsLog, kInfo,
              "{}: {} groups, {} offsets ({} pending in {} transactions), {} live bytes in a "
              "{}-byte log ({} records skipped)",
              self->options_.dir, self->groups_.size(), self->offset_count(), self->pending_count(),
@@ -285,7 +284,7 @@ Status OffsetLog::Replay() {
           return false;
         }
         if (b.transactional() && (b.producer_id < 0 || b.producer_epoch < 0)) {
-          SLUICE_LOG(kLog, kWarn,
+          SLUICE_LOG(kOffsetsLog, kWarn,
                      "{}: skipping transactional batch at offset {}: producer id {} epoch {}",
                      options_.dir, b.header.base_offset, b.producer_id, b.producer_epoch);
           log_->Skip(std::max(0, b.header.records_count));
@@ -307,7 +306,7 @@ Status OffsetLog::Replay() {
 void OffsetLog::ReplayMarker(const InternalBatch& b) {
   const storage::BatchHeader& h = b.header;
   auto skip = [&](const std::string& why) {
-    SLUICE_LOG(kLog, kWarn, "{}: skipping transaction marker at offset {}: {}", options_.dir,
+    SLUICE_LOG(kOffsetsLog, kWarn, "{}: skipping transaction marker at offset {}: {}", options_.dir,
                h.base_offset, why);
     log_->Skip(std::max(1, h.records_count));
   };
@@ -335,8 +334,8 @@ void OffsetLog::ReplayMarker(const InternalBatch& b) {
   if (coordinator_epoch.ok()) {
     NoteCoordinatorEpoch(b.producer_id, *coordinator_epoch);
   } else {
-    SLUICE_LOG(kLog, kWarn, "{}: transaction marker at offset {}: {}", options_.dir, h.base_offset,
-               coordinator_epoch.status().ToString());
+    SLUICE_LOG(kOffsetsLog, kWarn, "{}: transaction marker at offset {}: {}", options_.dir,
+               h.base_offset, coordinator_epoch.status().ToString());
   }
   NoteEpoch(b.producer_id, b.producer_epoch);
   ApplyMarker(b.producer_id, *commit);
@@ -348,7 +347,7 @@ void OffsetLog::ApplyRecord(int64_t at, std::span<const uint8_t> key_bytes,
   using offsets_format::Key;
   auto key = offsets_format::DecodeKey(key_bytes);
   if (!key.ok()) {
-    SLUICE_LOG(kLog, kWarn, "{}: skipping record at offset {}: {}", options_.dir, at,
+    SLUICE_LOG(kOffsetsLog, kWarn, "{}: skipping record at offset {}: {}", options_.dir, at,
                key.status().ToString());
     log_->Skip(1);
     return;
@@ -367,7 +366,7 @@ void OffsetLog::ApplyRecord(int64_t at, std::span<const uint8_t> key_bytes,
     }
     auto v = offsets_format::DecodeOffsetValue(*value);
     if (!v.ok()) {
-      SLUICE_LOG(kLog, kWarn, "{}: skipping record at offset {} (group {}, {}-{}): {}",
+      SLUICE_LOG(kOffsetsLog, kWarn, "{}: skipping record at offset {} (group {}, {}-{}): {}",
                  options_.dir, at, key->group, key->tp.topic, key->tp.partition,
                  v.status().ToString());
       log_->Skip(1);
@@ -385,8 +384,8 @@ void OffsetLog::ApplyRecord(int64_t at, std::span<const uint8_t> key_bytes,
     }
     auto g = offsets_format::DecodeGroupValue(*value);
     if (!g.ok()) {
-      SLUICE_LOG(kLog, kWarn, "{}: skipping record at offset {} (group {}): {}", options_.dir, at,
-                 key->group, g.status().ToString());
+      SLUICE_LOG(kOffsetsLog, kWarn, "{}: skipping record at offset {} (group {}): {}",
+                 options_.dir, at, key->group, g.status().ToString());
       log_->Skip(1);
       return;
     }

@@ -10,13 +10,13 @@
 
 #include "base/logging.h"
 #include "base/metrics.h"
+#include "broker/loggers.h"
 #include "broker/record_lookup.h"
 #include "storage/env.h"
 
 namespace sluice::broker {
 namespace {
 
-const Logger kLog("tiered");
 constexpr size_t kReadAheadMemory = 64;  // chunks remembered as read ahead
 constexpr int kReadAheadChunks = 4;      // how many chunks past a read are fetched ahead
 
@@ -112,8 +112,8 @@ void RemoteReader::Run(bool ahead) {
       Result<storage::SegmentFile> file = OpenIndex(job.ahead);
       if (file.ok()) file = OpenChunk(job.ahead, *std::move(file), job.ahead_at);
       if (!file.ok()) {
-        SLUICE_LOG(kLog, kDebug, "reading ahead {} at byte {}: {}", job.ahead.log, job.ahead_at,
-                   file.status().message());
+        SLUICE_LOG(kTieredLog, kDebug, "reading ahead {} at byte {}: {}", job.ahead.log,
+                   job.ahead_at, file.status().message());
       }
       lock.lock();
       continue;
@@ -148,7 +148,7 @@ RemoteReadAnswer RemoteReader::ReadOne(const RemoteReadAsk& ask) {
   } else {
     failures.Inc();
     failed.error = kafka::ErrorCode::kKafkaStorageError;
-    SLUICE_LOG(kLog, kWarn, "reading offset {} of partition {} from {}: {}", ask.offset,
+    SLUICE_LOG(kTieredLog, kWarn, "reading offset {} of partition {} from {}: {}", ask.offset,
                ask.partition, store_->Describe(), answer.status().message());
   }
   return failed;
@@ -249,7 +249,7 @@ Result<storage::SegmentFile> RemoteReader::OpenChunk(const RemoteSegment& seg,
 RemoteTimeAnswer RemoteReader::FindOne(const RemoteTimeAsk& ask) {
   Result<RemoteTimeAnswer> answer = AnswerTime(ask);
   if (answer.ok()) return *answer;
-  SLUICE_LOG(kLog, kWarn, "finding timestamp {} of partition {} in {}: {}", ask.timestamp,
+  SLUICE_LOG(kTieredLog, kWarn, "finding timestamp {} of partition {} in {}: {}", ask.timestamp,
              ask.partition, store_->Describe(), answer.status().message());
   RemoteTimeAnswer failed;
   failed.error = kafka::ErrorCode::kKafkaStorageError;

@@ -6,13 +6,13 @@
 #include <vector>
 
 #include "base/logging.h"
+#include "broker/loggers.h"
 #include "broker/meta_files.h"
 #include "broker/topic_store.h"
 
 namespace sluice::broker {
 namespace {
 
-const Logger kLog("replica");
 constexpr size_t kMaxCheckpointBytes = 64 << 20;
 
 }  // namespace
@@ -53,14 +53,14 @@ HighWatermarks LoadHighWatermarks(storage::Env* env, const std::string& data_dir
   Result<std::string> text = ReadSmallFile(env, path, kMaxCheckpointBytes);
   if (!text.ok()) {
     if (text.status().code() != StatusCode::kNotFound) {
-      SLUICE_LOG(kLog, kWarn, "{}: {}; high watermarks start from the logs", path,
+      SLUICE_LOG(kReplicaLog, kWarn, "{}: {}; high watermarks start from the logs", path,
                  text.status().message());
     }
     return {};
   }
   Result<HighWatermarks> marks = ParseHighWatermarks(*text);
   if (!marks.ok()) {
-    SLUICE_LOG(kLog, kWarn, "{}: {}; high watermarks start from the logs", path,
+    SLUICE_LOG(kReplicaLog, kWarn, "{}: {}; high watermarks start from the logs", path,
                marks.status().message());
     return {};
   }

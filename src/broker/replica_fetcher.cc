@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "base/logging.h"
+#include "broker/loggers.h"
 #include "broker/meta_files.h"
 #include "broker/replica_manager.h"
 #include "kafka/protocol/header.h"
@@ -17,7 +18,6 @@
 namespace sluice::broker {
 namespace {
 
-const Logger kLog("replica");
 using kafka::ErrorCode;
 
 // Fetch v15: replica_state (KIP-903's broker epoch), topic ids, diverging epochs.
@@ -108,7 +108,7 @@ void AppendOnOwner(Partition& part, std::span<const uint8_t> records, storage::A
       r->status = appended.status();
       // The epoch assigned for this batch goes with it.
       if (Status st = part.epochs.TruncateFromEnd(log.end_offset()); !st.ok()) {
-        SLUICE_LOG(kLog, kWarn, "{}: {}", log.dir(), st.ToString());
+        SLUICE_LOG(kReplicaLog, kWarn, "{}: {}", log.dir(), st.ToString());
       }
       return;
     }
@@ -145,7 +145,7 @@ Status TruncateOnOwner(Partition& part, const kafka::FetchResponse::EpochEndOffs
       to = std::min({local_end, div.end_offset, end});
     }
   }
-  SLUICE_LOG(kLog, kInfo, "{}: diverging epoch {} ending at {}: truncating from {} to {}",
+  SLUICE_LOG(kReplicaLog, kInfo, "{}: diverging epoch {} ending at {}: truncating from {} to {}",
              log.dir(), div.epoch, div.end_offset, end, to);
   if (to < end) RETURN_IF_ERROR(log.TruncateTo(to));
   RETURN_IF_ERROR(part.epochs.TruncateFromEnd(log.end_offset()));
@@ -184,8 +184,8 @@ void RestoreOnOwner(Partition& part, int64_t at, const TierUploader::StateAt& st
                                    state.producers);
     if (!kept.ok()) producers = kept;
   }
-  SLUICE_LOG(kLog, kInfo, "{}: tiered storage's state at {}: leader epochs {}, producers {}", dir,
-             at, epochs_st.ok() ? "taken" : epochs_st.message(),
+  SLUICE_LOG(kReplicaLog, kInfo, "{}: tiered storage's state at {}: leader epochs {}, producers {}",
+             dir, at, epochs_st.ok() ? "taken" : epochs_st.message(),
              producers.ok() ? "taken" : producers.status().message());
 }
 
@@ -225,8 +225,8 @@ void ApplyOnOwner(Partition* part, uint64_t generation,
   }
   if (r->status.ok() && !diverged && data.log_start_offset > part->log->records_start_offset()) {
     if (Status st = ApplyLeaderStartOnOwner(*part, data.log_start_offset); !st.ok()) {
-      SLUICE_LOG(kLog, kWarn, "{}: moving the log start to the leader's {}: {}", part->log->dir(),
-                 data.log_start_offset, st.ToString());
+      SLUICE_LOG(kReplicaLog, kWarn, "{}: moving the log start to the leader's {}: {}",
+                 part->log->dir(), data.log_start_offset, st.ToString());
     }
   }
   ReadPosition(*part, r);
@@ -348,9 +348,9 @@ void ReplicaFetcher::Run() {
 bool ReplicaFetcher::Connect() {
   Status st = conn_->Connect(manager_->options().socket_timeout_ms);
   if (conn_->WarnAbout(st)) {
-    SLUICE_LOG(kLog, kWarn, "leader {}: {}", leader_, st.ToString());
+    SLUICE_LOG(kReplicaLog, kWarn, "leader {}: {}", leader_, st.ToString());
   } else if (!st.ok()) {
-    SLUICE_LOG(kLog, kDebug, "leader {}: {}", leader_, st.ToString());
+    SLUICE_LOG(kReplicaLog, kDebug, "leader {}: {}", leader_, st.ToString());
   }
   return st.ok();
 }
@@ -417,14 +417,14 @@ bool ReplicaFetcher::FetchOnce() {
   }
   if (!st.ok()) {
     if (st.code() == StatusCode::kIOError || st.code() == StatusCode::kAborted) {
-      SLUICE_LOG(kLog, kDebug, "leader {}: {}", leader_, st.ToString());
+      SLUICE_LOG(kReplicaLog, kDebug, "leader {}: {}", leader_, st.ToString());
     } else {
-      SLUICE_LOG(kLog, kWarn, "leader {}: bad fetch response: {}", leader_, st.ToString());
+      SLUICE_LOG(kReplicaLog, kWarn, "leader {}: bad fetch response: {}", leader_, st.ToString());
     }
     return false;
   }
   if (resp.error_code != ErrorCode::kNone) {
-    SLUICE_LOG(kLog, kWarn, "leader {}: fetch error {}", leader_,
+    SLUICE_LOG(kReplicaLog, kWarn, "leader {}: fetch error {}", leader_,
                static_cast<int>(resp.error_code));
     for (const auto& [key, f] : asked) Delay(key, f.state.generation);
     return true;
@@ -449,8 +449,8 @@ bool ReplicaFetcher::FetchOnce() {
         } else if (p.error_code != ErrorCode::kNone) {
           // A leader that moved on or not there yet: the controller tells this broker
           // what changed; until then, ask again after the backoff.
-          SLUICE_LOG(kLog, kDebug, "{}-{}: leader {} answered error {}", key.first, key.second,
-                     leader_, static_cast<int>(p.error_code));
+          SLUICE_LOG(kReplicaLog, kDebug, "{}-{}: leader {} answered error {}", key.first,
+                     key.second, leader_, static_cast<int>(p.error_code));
           Delay(key, f.state.generation, p.error_code);
         } else {
           work.push_back(Answered{key, f.state, &p, {}});
@@ -466,7 +466,7 @@ bool ReplicaFetcher::FetchOnce() {
   for (const auto& [key, f] : tiered) {
     Result<int64_t> local = LeaderLocalStart(key, f);
     if (!local.ok() || *local <= f.state.fetch_offset) {
-      SLUICE_LOG(kLog, kWarn,
+      SLUICE_LOG(kReplicaLog, kWarn,
                  "{}-{}: offset {} is in tiered storage, and leader {}'s local start: {}",
                  key.first, key.second, f.state.fetch_offset, leader_,
                  local.ok() ? std::to_string(*local) : local.status().ToString());
@@ -482,7 +482,7 @@ bool ReplicaFetcher::FetchOnce() {
       if (got.ok()) {
         state = *std::move(got);
       } else {
-        SLUICE_LOG(kLog, kWarn,
+        SLUICE_LOG(kReplicaLog, kWarn,
                    "{}-{}: starting over at {} without tiered storage's producers "
                    "and epochs there: {}",
                    key.first, key.second, *local, got.status().ToString());
@@ -545,8 +545,8 @@ void ReplicaFetcher::HandlePartitions(std::vector<Answered>& work) {
       if (!acked.ok() && r.status.ok()) r.status = acked;
     }
     if (!r.status.ok()) {
-      SLUICE_LOG(kLog, kWarn, "{}-{}: from leader {}: {}", w.key.first, w.key.second, leader_,
-                 r.status.ToString());
+      SLUICE_LOG(kReplicaLog, kWarn, "{}-{}: from leader {}: {}", w.key.first, w.key.second,
+                 leader_, r.status.ToString());
       Delay(w.key, w.state.generation);
       continue;
     }
@@ -568,7 +568,7 @@ void ReplicaFetcher::ResetToLeaderStart(const PartitionKey& key, uint64_t genera
       return;
     }
     storage::PartitionLog& log = *part->log;
-    SLUICE_LOG(kLog, kInfo,
+    SLUICE_LOG(kReplicaLog, kInfo,
                "{}: the leader's log starts at {}, past this log's end {}: restarting it there",
                log.dir(), leader_start, log.end_offset());
     st = log.TruncateFullyAndStartAt(leader_start);
@@ -585,8 +585,8 @@ void ReplicaFetcher::ResetToLeaderStart(const PartitionKey& key, uint64_t genera
   });
   if (!ran || stale) return;
   if (!st.ok()) {
-    SLUICE_LOG(kLog, kWarn, "{}-{}: emptying for leader {}: {}", key.first, key.second, leader_,
-               st.ToString());
+    SLUICE_LOG(kReplicaLog, kWarn, "{}-{}: emptying for leader {}: {}", key.first, key.second,
+               leader_, st.ToString());
     Delay(key, generation);
     return;
   }

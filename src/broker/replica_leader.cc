@@ -8,6 +8,7 @@
 #include "base/logging.h"
 #include "broker/handlers/context.h"
 #include "broker/handlers/fetch.h"
+#include "broker/loggers.h"
 #include "broker/partition.h"
 #include "broker/replica_manager.h"
 
@@ -27,7 +28,6 @@ bool ReplicaState::InIsr(int32_t node) const {
 namespace replica {
 namespace {
 
-const Logger kLog("replica");
 using kafka::ErrorCode;
 
 void Answer(const std::shared_ptr<AcksWait>& w, ErrorCode e) {
@@ -190,7 +190,7 @@ void MaybeShrinkIsr(Partition& part, int64_t now_ms) {
         (f == nullptr || !CaughtUp(*f, leader_end, now_ms, mgr.options().replica_lag_time_max_ms));
     if (out_of_sync) {
       shrink = true;
-      SLUICE_LOG(kLog, kInfo,
+      SLUICE_LOG(kReplicaLog, kInfo,
                  "{}-{}: follower {} is out of sync (log end {}, leader end {}, last caught up "
                  "{} ms ago): leaving the ISR",
                  rs.topic, rs.partition, node, f != nullptr ? f->log_end : -1, leader_end,
@@ -289,7 +289,7 @@ void ServeFetch(Partition& part, int32_t replica_id, int64_t replica_epoch,
       f->log_end >= rs->high_watermark && f->log_end >= rs->epoch_start_offset) {
     std::vector<int32_t> grown = rs->isr;
     grown.push_back(replica_id);
-    SLUICE_LOG(kLog, kInfo, "{}-{}: follower {} caught up at {}: joining the ISR", rs->topic,
+    SLUICE_LOG(kReplicaLog, kInfo, "{}-{}: follower {} caught up at {}: joining the ISR", rs->topic,
                rs->partition, replica_id, f->log_end);
     mgr.SubmitIsrChange(part, std::move(grown));
   }

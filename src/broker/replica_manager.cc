@@ -9,12 +9,12 @@
 #include "base/logging.h"
 #include "broker/handlers/context.h"
 #include "broker/handlers/fetch.h"
+#include "broker/loggers.h"
 #include "broker/replica_fetcher.h"
 
 namespace sluice::broker {
 namespace {
 
-const Logger kLog("replica");
 using kafka::ErrorCode;
 
 }  // namespace
@@ -92,7 +92,7 @@ void ReplicaManager::WriteCheckpoint() {
   }
   if (merged == checkpointed_) return;
   if (Status st = SaveHighWatermarks(ctx_.options.env, ctx_.options.data_dir, merged); !st.ok()) {
-    SLUICE_LOG(kLog, kWarn, "writing the high-watermark checkpoint: {}", st.ToString());
+    SLUICE_LOG(kReplicaLog, kWarn, "writing the high-watermark checkpoint: {}", st.ToString());
     return;
   }
   checkpointed_ = std::move(merged);
@@ -246,12 +246,12 @@ void ReplicaManager::SubmitIsrChange(Partition& part, std::vector<int32_t> new_i
                     grows ? options_.fetch_backoff_ms : options_.replica_lag_time_max_ms, 1);
             // The controller moved the leadership or the ISR (phase C re-reads it and
             // tells this broker); until then the committed ISR stays as it was.
-            SLUICE_LOG(kLog, kWarn, "{}-{}: ISR change to [{}] refused: {}", key.first, key.second,
-                       fmt::join(asked, ","), IsrErrorName(error));
+            SLUICE_LOG(kReplicaLog, kWarn, "{}-{}: ISR change to [{}] refused: {}", key.first,
+                       key.second, fmt::join(asked, ","), IsrErrorName(error));
             return;
           }
-          SLUICE_LOG(kLog, kInfo, "{}-{}: ISR [{}] -> [{}] (version {})", key.first, key.second,
-                     fmt::join(s.isr, ","), fmt::join(asked, ","), version);
+          SLUICE_LOG(kReplicaLog, kInfo, "{}-{}: ISR [{}] -> [{}] (version {})", key.first,
+                     key.second, fmt::join(s.isr, ","), fmt::join(asked, ","), version);
           s.isr = asked;
           s.isr_version = version;
           replica::MaybeAdvanceHighWatermark(p);
@@ -339,8 +339,8 @@ Status ReplicaManager::BecomeLeader(const std::string& topic, int32_t partition,
     part->replica = std::move(rs);
     part->log->SetDirectWrites(false);  // its consumers read what it writes, from the cache
     replica::MaybeAdvanceHighWatermark(*part);
-    SLUICE_LOG(kLog, kInfo, "{}-{}: leader in epoch {} from offset {}, ISR [{}], HW {}", topic,
-               partition, l.leader_epoch, end, fmt::join(l.isr, ","),
+    SLUICE_LOG(kReplicaLog, kInfo, "{}-{}: leader in epoch {} from offset {}, ISR [{}], HW {}",
+               topic, partition, l.leader_epoch, end, fmt::join(l.isr, ","),
                part->replica->high_watermark);
     result = Status::OK();
   });
@@ -398,11 +398,12 @@ Status ReplicaManager::BecomeFollower(const std::string& topic, int32_t partitio
     // Consumers waiting here learn it is no longer the leader.
     handlers::WakeFetches(ctx_, *part);
     if (no_leader) {
-      SLUICE_LOG(kLog, kInfo, "{}-{}: no leader in epoch {}: fetching nothing, log end {}, HW {}",
-                 topic, partition, leader_epoch, start.fetch_offset, part->replica->high_watermark);
+      SLUICE_LOG(kReplicaLog, kInfo,
+                 "{}-{}: no leader in epoch {}: fetching nothing, log end {}, HW {}", topic,
+                 partition, leader_epoch, start.fetch_offset, part->replica->high_watermark);
     } else {
-      SLUICE_LOG(kLog, kInfo, "{}-{}: follower of broker {} in epoch {} from offset {}", topic,
-                 partition, leader, leader_epoch, start.fetch_offset);
+      SLUICE_LOG(kReplicaLog, kInfo, "{}-{}: follower of broker {} in epoch {} from offset {}",
+                 topic, partition, leader, leader_epoch, start.fetch_offset);
     }
     result = Status::OK();
   });
@@ -426,7 +427,7 @@ Status ReplicaManager::BecomeFollower(const std::string& topic, int32_t partitio
     if (fetcher != nullptr && (fetcher->host() != host || fetcher->port() != port)) {
       // The leader's inter-broker address changed (it restarted elsewhere): every
       // partition fetched from it moves, with its position, to a fetcher at the new one.
-      SLUICE_LOG(kLog, kInfo, "leader {} moved from {}:{} to {}:{}", leader, fetcher->host(),
+      SLUICE_LOG(kReplicaLog, kInfo, "leader {} moved from {}:{} to {}:{}", leader, fetcher->host(),
                  fetcher->port(), host, port);
       std::map<PartitionKey, ReplicaFetcher::Start> moved = fetcher->TakeAll();
       retired.push_back(std::move(fetcher));

@@ -13,11 +13,10 @@
 #include <mutex>
 
 #include "base/logging.h"
+#include "broker/loggers.h"
 
 namespace sluice::broker {
 namespace {
-
-const Logger kLog("broker");
 
 // Connections accepted per readiness event before yielding to other fds.
 constexpr int kAcceptsPerEvent = 64;

@@ -7,13 +7,10 @@
 
 #include "base/clock.h"
 #include "base/logging.h"
+#include "broker/loggers.h"
 #include "broker/sasl.h"
 
 namespace sluice::broker {
-namespace {
-const Logger kLog("broker");
-}  // namespace
-
 Result<std::unique_ptr<KafkaService>> KafkaService::Start(const ServeConfig& config) {
   std::unique_ptr<KafkaService> service(new KafkaService());
   ASSIGN_OR_RETURN(service->broker_, Broker::Open(config.broker));

@@ -11,6 +11,7 @@
 
 #include "base/logging.h"
 #include "base/metrics.h"
+#include "broker/loggers.h"
 #include "broker/meta_files.h"
 #include "storage/env.h"
 #include "storage/log_swap.h"
@@ -21,13 +22,12 @@
 namespace sluice::broker {
 namespace {
 
-const Logger kLog("tiered");
 using Json = nlohmann::json;
 
 constexpr std::string_view kManifestSuffix = ".manifest.json";
 constexpr auto kMaxBackoff = std::chrono::seconds(30);
 
-std::string Name(const TierUploader::Key& key) {
+std::string KeyName(const TierUploader::Key& key) {
   return fmt::format("{}-{}", key.first, key.second);
 }
 
@@ -77,7 +77,7 @@ std::vector<LeaderEpochCache::Entry> ManifestEpochs(const Json& m, int64_t base,
   return out;
 }
 
-int64_t NowMs() {
+int64_t UploaderNowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -186,7 +186,7 @@ Status TierUploader::DeletePrefix(const std::string& prefix) {
   std::stable_partition(keys.begin(), keys.end(),
                         [](const std::string& k) { return k.ends_with(kManifestSuffix); });
   for (const std::string& k : keys) RETURN_IF_ERROR(options_.store->Delete(k));
-  SLUICE_LOG(kLog, kInfo, "deleted {} objects of a deleted topic under {}/{}", keys.size(),
+  SLUICE_LOG(kTieredLog, kInfo, "deleted {} objects of a deleted topic under {}/{}", keys.size(),
              options_.store->Describe(), prefix);
   return Status::OK();
 }
@@ -222,7 +222,7 @@ void TierUploader::Run() {
       Status st = DeletePrefix(prefix);
       lock.lock();
       if (!st.ok()) {
-        SLUICE_LOG(kLog, kWarn, "deleting {}/{}: {}", options_.store->Describe(), prefix,
+        SLUICE_LOG(kTieredLog, kWarn, "deleting {}/{}: {}", options_.store->Describe(), prefix,
                    st.message());
         doomed_.push_back(prefix);
       }
@@ -246,7 +246,7 @@ void TierUploader::Run() {
         auto backoff = std::min<std::chrono::milliseconds>(
             std::chrono::milliseconds(1000) * (1LL << std::min(e.failures - 1, 5)), kMaxBackoff);
         e.next_try = std::chrono::steady_clock::now() + backoff;
-        SLUICE_LOG(kLog, kWarn, "uploading {} to {}: {} (again in {} ms)", Name(key),
+        SLUICE_LOG(kTieredLog, kWarn, "uploading {} to {}: {} (again in {} ms)", KeyName(key),
                    options_.store->Describe(), st.message(), backoff.count());
         MetricsRegistry::Global()
             .GetCounter("sluice_tiered_upload_errors_total", "Failed tiered-storage uploads.",
@@ -332,8 +332,8 @@ Status TierUploader::Load(const Key& key, Entry& e, bool leading) {
     auto [p, ec] = std::from_chars(name.data(), name.data() + 20, base);
     if (ec != std::errc() || p != name.data() + 20 || base < s.uploaded_next) continue;
     if (Status st = options_.store->Delete(k); !st.ok()) {
-      SLUICE_LOG(kLog, kWarn, "{}: deleting {} (an interrupted upload's): {}", Name(key), k,
-                 st.message());
+      SLUICE_LOG(kTieredLog, kWarn, "{}: deleting {} (an interrupted upload's): {}", KeyName(key),
+                 k, st.message());
     }
   }
   // The producers' state where the uploads go on: the last segment's snapshot.
@@ -350,9 +350,9 @@ Status TierUploader::Load(const Key& key, Entry& e, bool leading) {
         e.producers_at = info->offset;
         e.producers_complete = info->complete;
       } else {
-        SLUICE_LOG(kLog, kWarn,
+        SLUICE_LOG(kTieredLog, kWarn,
                    "{}: the producer snapshot {}: {}; the next is built from its segment",
-                   Name(key), f, info.ok() ? "at another offset" : info.status().message());
+                   KeyName(key), f, info.ok() ? "at another offset" : info.status().message());
       }
     }
   }
@@ -464,7 +464,7 @@ Result<TierUploader::Remote> TierUploader::UploadSegment(const Key& key, Entry& 
                    {"epochs", epochs},
                    {"token", token},
                    {"files", files},
-                   {"uploaded_ms", NowMs()},
+                   {"uploaded_ms", UploaderNowMs()},
                    {"topic", key.first},
                    {"partition", key.second}};
   r.manifest = fmt::format("{}{:020d}-{:020d}{}", prefix, base, next, kManifestSuffix);
@@ -481,7 +481,7 @@ Status TierUploader::ApplyRetention(const Key& key, Entry& e) {
   const int64_t local_start = e.log->start_offset();
   const int64_t records_start = e.log->records_start_offset();
   const uint64_t local_bytes = e.log->size_bytes();
-  const int64_t now = NowMs();
+  const int64_t now = UploaderNowMs();
   while (true) {
     Remote r;
     std::string why;
@@ -518,12 +518,12 @@ Status TierUploader::ApplyRetention(const Key& key, Entry& e) {
     }
     for (const std::string& f : r.files) {
       if (Status st = options_.store->Delete(f); !st.ok()) {
-        SLUICE_LOG(kLog, kWarn, "{}: deleting {} (its manifest is gone): {}", Name(key), f,
+        SLUICE_LOG(kTieredLog, kWarn, "{}: deleting {} (its manifest is gone): {}", KeyName(key), f,
                    st.message());
       }
     }
-    SLUICE_LOG(kLog, kInfo, "{}: remote segment [{}, {}) deleted ({})", Name(key), r.base, r.next,
-               why);
+    SLUICE_LOG(kTieredLog, kInfo, "{}: remote segment [{}, {}) deleted ({})", KeyName(key), r.base,
+               r.next, why);
   }
   return Status::OK();
 }

@@ -9,11 +9,10 @@
 #include <vector>
 
 #include "base/logging.h"
+#include "broker/loggers.h"
 #include "broker/txn_coordinator.h"
 
 namespace sluice::broker {
-
-inline const Logger kTxnLog("txn");
 
 // One transactional id (Kafka's TransactionMetadata). Fields are the durable state;
 // `pending` is the state a record being written will make it (Kafka's pendingState),

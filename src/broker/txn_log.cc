@@ -8,13 +8,12 @@
 
 #include "base/clock.h"
 #include "base/logging.h"
+#include "broker/loggers.h"
 #include "kafka/protocol/records.h"
 #include "kafka/protocol/wire.h"
 
 namespace sluice::broker {
 namespace {
-
-const Logger kLog("txn");
 
 constexpr int16_t kKeyVersion = 0;
 // sluice's own tagged field of TransactionLogValue v1: the transaction's group ids.
@@ -163,7 +162,7 @@ TxnLog::TxnLog(TxnLogOptions options) : options_(std::move(options)) {}
 
 TxnLog::~TxnLog() {
   Status st = Close();
-  if (!st.ok()) SLUICE_LOG(kLog, kWarn, "closing {}: {}", options_.dir, st.ToString());
+  if (!st.ok()) SLUICE_LOG(kTxnLog, kWarn, "closing {}: {}", options_.dir, st.ToString());
 }
 
 Result<std::unique_ptr<TxnLog>> TxnLog::Open(TxnLogOptions options) {
@@ -174,7 +173,8 @@ Result<std::unique_ptr<TxnLog>> TxnLog::Open(TxnLogOptions options) {
   ASSIGN_OR_RETURN(self->log_, InternalLog::Open(std::move(lo)));
   RETURN_IF_ERROR(self->Replay().WithContext("replaying transaction log " + self->options_.dir));
   self->log_->StartCleaning();
-  SLUICE_LOG(kLog, kInfo, "{}: {} transactional ids, {} live bytes in a {}-byte log ({} skipped)",
+  SLUICE_LOG(kTxnLog, kInfo,
+             "{}: {} transactional ids, {} live bytes in a {}-byte log ({} skipped)",
              self->options_.dir, self->records_.size(), self->live_bytes_, self->log_bytes(),
              self->skipped_records());
   return self;
@@ -187,7 +187,7 @@ Status TxnLog::Replay() {
   return log_->Replay(
       [this](const InternalBatch& b) {
         if (!b.control()) return true;
-        SLUICE_LOG(kLog, kWarn, "{}: skipping control batch at offset {}", options_.dir,
+        SLUICE_LOG(kTxnLog, kWarn, "{}: skipping control batch at offset {}", options_.dir,
                    b.header.base_offset);
         log_->Skip(std::max(1, b.header.records_count));
         return false;
@@ -200,7 +200,7 @@ void TxnLog::Apply(int64_t at, std::span<const uint8_t> key,
                    std::optional<std::span<const uint8_t>> value) {
   auto id = txn_format::DecodeKey(key);
   if (!id.ok()) {
-    SLUICE_LOG(kLog, kWarn, "{}: skipping record at offset {}: {}", options_.dir, at,
+    SLUICE_LOG(kTxnLog, kWarn, "{}: skipping record at offset {}: {}", options_.dir, at,
                id.status().ToString());
     log_->Skip(1);
     return;
@@ -211,7 +211,7 @@ void TxnLog::Apply(int64_t at, std::span<const uint8_t> key,
   }
   auto rec = txn_format::DecodeValue(*value);
   if (!rec.ok()) {
-    SLUICE_LOG(kLog, kWarn, "{}: skipping record at offset {} (transactional id {}): {}",
+    SLUICE_LOG(kTxnLog, kWarn, "{}: skipping record at offset {} (transactional id {}): {}",
                options_.dir, at, *id, rec.status().ToString());
     log_->Skip(1);
     return;

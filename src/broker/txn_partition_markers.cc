@@ -12,6 +12,7 @@
 #include "base/crash_point.h"
 #include "base/logging.h"
 #include "broker/group_coordinator.h"
+#include "broker/loggers.h"
 #include "broker/replica_state.h"
 #include "broker/txn_participants.h"
 #include "kafka/protocol/records.h"
@@ -21,8 +22,6 @@ namespace sluice::broker {
 namespace {
 
 using kafka::ErrorCode;
-
-const Logger kLog("broker");
 
 // The markers of one call in flight: each partition writes only its own error; the last
 // to finish (the counter's acquire/release orders the writes) calls `done`.

@@ -17,9 +17,9 @@ namespace {
 
 using kafka::ErrorCode;
 
-const std::string kClientId = "sluice-quota";
+const std::string kQuotaClientId = "sluice-quota";
 
-int Fail(const std::string& message) {
+int QuotaFail(const std::string& message) {
   std::fprintf(stderr, "sluice quota: %s\n", message.c_str());
   return 1;
 }
@@ -67,8 +67,9 @@ Result<std::map<std::string, double>> SetOn(
     req.components.push_back({type, static_cast<int8_t>(name.has_value() ? 0 : 1), name, {}});
   }
   req.strict = true;
-  ASSIGN_OR_RETURN(auto resp, (Ask<kafka::DescribeClientQuotasResponse>(
-                                  conn, kafka::ApiKey::kDescribeClientQuotas, req, kClientId)));
+  ASSIGN_OR_RETURN(auto resp,
+                   (Ask<kafka::DescribeClientQuotasResponse>(
+                       conn, kafka::ApiKey::kDescribeClientQuotas, req, kQuotaClientId)));
   if (resp.error_code != ErrorCode::kNone) {
     return FailedPreconditionError("{} (error {})", resp.error_message.value_or("refused"),
                                    static_cast<int>(resp.error_code));
@@ -83,24 +84,24 @@ Result<std::map<std::string, double>> SetOn(
 
 int Alter(const QuotaFlags& f, bool remove) {
   auto entity = EntityOf(f, true);
-  if (!entity.ok()) return Fail(entity.status().message());
+  if (!entity.ok()) return QuotaFail(entity.status().message());
   if (f.settings.empty() && !remove) {
-    return Fail("give the quotas to set as KEY=VALUE (producer_byte_rate=1048576, ...)");
+    return QuotaFail("give the quotas to set as KEY=VALUE (producer_byte_rate=1048576, ...)");
   }
   auto conn = ConnectAdmin(f.connection);
-  if (!conn.ok()) return Fail(conn.status().message());
+  if (!conn.ok()) return QuotaFail(conn.status().message());
   std::vector<std::string> settings = f.settings;
   if (remove) {
     // Only what is set can be removed; no key named: all of them.
     auto set = SetOn(**conn, *entity);
-    if (!set.ok()) return Fail(set.status().message());
+    if (!set.ok()) return QuotaFail(set.status().message());
     for (const std::string& k : settings) {
       if (k.find('=') == std::string::npos && set->count(k) == 0) {
-        return Fail(fmt::format("{} has no {} quota", EntityText(*entity), k));
+        return QuotaFail(fmt::format("{} has no {} quota", EntityText(*entity), k));
       }
     }
     if (settings.empty()) {
-      if (set->empty()) return Fail(fmt::format("{} has no quota", EntityText(*entity)));
+      if (set->empty()) return QuotaFail(fmt::format("{} has no quota", EntityText(*entity)));
       for (const auto& kv : *set) settings.push_back(kv.first);
     }
   }
@@ -112,10 +113,11 @@ int Alter(const QuotaFlags& f, bool remove) {
     op.remove = remove;
     const size_t eq = s.find('=');
     if (remove) {
-      if (eq != std::string::npos) return Fail(fmt::format("'{}': remove takes keys only", s));
+      if (eq != std::string::npos) return QuotaFail(fmt::format("'{}': remove takes keys only", s));
       op.key = s;
     } else {
-      if (eq == std::string::npos || eq == 0) return Fail(fmt::format("'{}' is not KEY=VALUE", s));
+      if (eq == std::string::npos || eq == 0)
+        return QuotaFail(fmt::format("'{}' is not KEY=VALUE", s));
       op.key = s.substr(0, eq);
       const std::string value = s.substr(eq + 1);
       size_t used = 0;
@@ -130,25 +132,26 @@ int Alter(const QuotaFlags& f, bool remove) {
         if (rate.ends_with("/s")) rate.remove_suffix(2);
         Result<int64_t> bytes = ParseBytes(rate);
         if (!bytes.ok()) {
-          return Fail(fmt::format("'{}': the value '{}' {}", s, value, bytes.status().message()));
+          return QuotaFail(
+              fmt::format("'{}': the value '{}' {}", s, value, bytes.status().message()));
         }
         op.value = static_cast<double>(*bytes);
         used = value.size();
       }
       if (used == 0 || used != value.size()) {
-        return Fail(fmt::format("'{}': the value '{}' is not a number", s, value));
+        return QuotaFail(fmt::format("'{}': the value '{}' is not a number", s, value));
       }
     }
     entry.ops.push_back(std::move(op));
   }
   req.entries.push_back(std::move(entry));
   auto resp = Ask<kafka::AlterClientQuotasResponse>(**conn, kafka::ApiKey::kAlterClientQuotas, req,
-                                                    kClientId);
-  if (!resp.ok()) return Fail(resp.status().message());
+                                                    kQuotaClientId);
+  if (!resp.ok()) return QuotaFail(resp.status().message());
   for (const auto& e : resp->entries) {
     if (e.error_code != ErrorCode::kNone) {
-      return Fail(fmt::format("{} (error {})", e.error_message.value_or("refused"),
-                              static_cast<int>(e.error_code)));
+      return QuotaFail(fmt::format("{} (error {})", e.error_message.value_or("refused"),
+                                   static_cast<int>(e.error_code)));
     }
   }
   std::printf("%s %s for %s\n", remove ? "removed" : "set",
@@ -163,20 +166,20 @@ int RunQuotaRemove(const QuotaFlags& flags) { return Alter(flags, true); }
 
 int RunQuotaList(const QuotaFlags& f) {
   auto entity = EntityOf(f, false);
-  if (!entity.ok()) return Fail(entity.status().message());
+  if (!entity.ok()) return QuotaFail(entity.status().message());
   kafka::DescribeClientQuotasRequest req;
   for (const auto& [type, name] : *entity) {
     // Match type 0: exactly `name`; 1: the <default>.
     req.components.push_back({type, static_cast<int8_t>(name.has_value() ? 0 : 1), name, {}});
   }
   auto conn = ConnectAdmin(f.connection);
-  if (!conn.ok()) return Fail(conn.status().message());
+  if (!conn.ok()) return QuotaFail(conn.status().message());
   auto resp = Ask<kafka::DescribeClientQuotasResponse>(**conn, kafka::ApiKey::kDescribeClientQuotas,
-                                                       req, kClientId);
-  if (!resp.ok()) return Fail(resp.status().message());
+                                                       req, kQuotaClientId);
+  if (!resp.ok()) return QuotaFail(resp.status().message());
   if (resp->error_code != ErrorCode::kNone) {
-    return Fail(fmt::format("{} (error {})", resp->error_message.value_or("refused"),
-                            static_cast<int>(resp->error_code)));
+    return QuotaFail(fmt::format("{} (error {})", resp->error_message.value_or("refused"),
+                                 static_cast<int>(resp->error_code)));
   }
   std::vector<std::pair<std::string, std::string>> rows;
   for (const auto& e :

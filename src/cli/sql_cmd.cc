@@ -45,6 +45,21 @@ int FailWithHint(std::string_view message, const SqlFlags& flags, const std::str
   return Fail(std::string(message) + hint);
 }
 
+// The next chunk of a streamed result. `sluice sql` never interrupts DuckDB, but DuckDB 1.5
+// raises its interrupt flag itself when one of its worker threads fails, and a streamed
+// fetch can see the flag before the worker's error (docs/design/0010 decision 7, as the
+// query server says it): "Interrupted!" alone would read as a cancel nobody made.
+Result<std::optional<duck::DataChunk>> FetchChunk(duck::StreamResult& stream) {
+  duck::ErrorType type = duck::ErrorType::kInvalid;
+  Result<std::optional<duck::DataChunk>> chunk = stream.Fetch(&type);
+  if (!chunk.ok() && type == duck::ErrorType::kInterrupt) {
+    return InternalError(
+        "the statement failed in one of DuckDB's worker threads and DuckDB reported an "
+        "interrupt in place of that error; running it again should show it");
+  }
+  return chunk;
+}
+
 // Every row of a result, each value in Postgres's text form (what psql shows for it).
 Result<Row> ReadRows(duck::StreamResult& stream, std::vector<Row>* rows) {
   Row names;
@@ -58,7 +73,7 @@ Result<Row> ReadRows(duck::StreamResult& stream, std::vector<Row>* rows) {
   }
   std::string field;
   while (true) {
-    ASSIGN_OR_RETURN(std::optional<duck::DataChunk> chunk, stream.Fetch());
+    ASSIGN_OR_RETURN(std::optional<duck::DataChunk> chunk, FetchChunk(stream));
     if (!chunk) break;
     for (uint64_t r = 0; r < chunk->size(); ++r) {
       Row& row = rows->emplace_back();
@@ -130,7 +145,7 @@ Status PrintLast(duck::Connection& conn, const std::string& sql, bool json) {
                                                          sql)));
     ASSIGN_OR_RETURN(duck::StreamResult lines, wrapped->ExecuteStreaming());
     while (true) {
-      ASSIGN_OR_RETURN(std::optional<duck::DataChunk> chunk, lines.Fetch());
+      ASSIGN_OR_RETURN(std::optional<duck::DataChunk> chunk, FetchChunk(lines));
       if (!chunk) break;
       duck::Vector v = chunk->column(0);
       std::string out;

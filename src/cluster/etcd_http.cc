@@ -8,11 +8,10 @@
 
 #include "base/logging.h"
 #include "cluster/etcd_json.h"
+#include "cluster/loggers.h"
 
 namespace sluice::cluster {
 namespace {
-
-const Logger kLog("cluster");
 
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;

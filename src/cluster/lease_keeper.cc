@@ -5,11 +5,10 @@
 
 #include "base/clock.h"
 #include "base/logging.h"
+#include "cluster/loggers.h"
 
 namespace sluice::cluster {
 namespace {
-
-const Logger kLog("cluster");
 
 using std::chrono::milliseconds;
 

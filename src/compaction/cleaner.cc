@@ -2,11 +2,10 @@
 #include "compaction/cleaner.h"
 
 #include "base/logging.h"
+#include "compaction/loggers.h"
 
 namespace sluice::compaction {
 namespace {
-
-const Logger kLog("compaction");
 
 constexpr uint64_t kIoReserveBytes = 4ull << 20;
 

@@ -13,13 +13,12 @@
 
 #include "base/logging.h"
 #include "compaction/batch_filter.h"
+#include "compaction/loggers.h"
 #include "storage/batch_header.h"
 #include "storage/log_swap.h"
 
 namespace sluice::compaction {
 namespace {
-
-const Logger kLog("compaction");
 
 using storage::BatchHeader;
 using storage::PartitionLog;

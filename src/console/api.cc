@@ -23,7 +23,7 @@ namespace sluice::console {
 namespace {
 
 using namespace api_util;  // NOLINT: the API's answers and input checks
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -274,10 +274,10 @@ HttpResponse ConsoleApi::Handle(const HttpRequest& req) {
 std::map<std::string, int64_t> ConsoleApi::DiskUse() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    disk_asked_ = Clock::now();
+    disk_asked_ = SteadyClock::now();
     // Measured by the history's sampler every step while asked for (RefreshDiskUse): a
     // request waits only for the first measure (2,000 partitions' files: tens of ms).
-    if (options_.data_dir.empty() || disk_at_ != Clock::time_point{}) return disk_;
+    if (options_.data_dir.empty() || disk_at_ != SteadyClock::time_point{}) return disk_;
   }
   return RefreshDiskUse();
 }
@@ -285,8 +285,8 @@ std::map<std::string, int64_t> ConsoleApi::DiskUse() {
 void ConsoleApi::RefreshDiskUseIfAsked() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (options_.data_dir.empty() || disk_asked_ == Clock::time_point{} ||
-        Clock::now() - disk_asked_ > std::chrono::minutes(1)) {
+    if (options_.data_dir.empty() || disk_asked_ == SteadyClock::time_point{} ||
+        SteadyClock::now() - disk_asked_ > std::chrono::minutes(1)) {
       return;
     }
   }
@@ -311,7 +311,7 @@ std::map<std::string, int64_t> ConsoleApi::RefreshDiskUse() {
   }
   std::lock_guard<std::mutex> lock(mu_);
   disk_ = out;
-  disk_at_ = Clock::now();
+  disk_at_ = SteadyClock::now();
   return out;
 }
 
@@ -335,9 +335,9 @@ HttpResponse ConsoleApi::Overview(const HttpRequest& req) {
   Sample s;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    const auto now = Clock::now();
+    const auto now = SteadyClock::now();
     const double dt = std::chrono::duration<double>(now - sample_.at).count();
-    if (sample_.at == Clock::time_point{}) {
+    if (sample_.at == SteadyClock::time_point{}) {
       sample_ = {now, in, out, records, 0, 0, 0};
     } else if (dt >= 1.0) {
       sample_.bytes_in_rate = static_cast<double>(in - sample_.bytes_in) / dt;
@@ -399,11 +399,11 @@ HttpResponse ConsoleApi::Topics(const HttpRequest& req, const std::vector<std::s
       std::map<std::string, int64_t> disk = DiskUse();
       Json list = Json::array();
       std::lock_guard<std::mutex> lock(mu_);
-      const auto now = Clock::now();
+      const auto now = SteadyClock::now();
       for (const TopicSummary& t : *topics) {
         TopicSample& ts = topic_samples_[t.name];
         const double dt = std::chrono::duration<double>(now - ts.at).count();
-        if (ts.at == Clock::time_point{}) {
+        if (ts.at == SteadyClock::time_point{}) {
           ts = {now, t.messages, 0};
         } else if (dt >= 1.0) {
           ts.rate = std::max(0.0, static_cast<double>(t.messages - ts.messages) / dt);
@@ -672,7 +672,7 @@ HttpResponse ConsoleApi::Live(const HttpRequest& req, const std::string& topic) 
     // batch is looked at from its end, so the records skipped cost a count, not a copy.
     std::deque<ReadRecord> pending;
     uint64_t skipped = 0;
-    auto last_sent = Clock::now();
+    auto last_sent = SteadyClock::now();
     while (!stopping_.load()) {
       Result<kafka::client::MessageBatch> batch = shared->Poll(std::chrono::milliseconds(100));
       if (!batch.ok()) {
@@ -688,7 +688,7 @@ HttpResponse ConsoleApi::Live(const HttpRequest& req, const std::string& topic) 
         pending.pop_front();
         ++skipped;
       }
-      const auto now = Clock::now();
+      const auto now = SteadyClock::now();
       if (now - last_sent < kEvery) continue;
       // Idle, a comment every second: a write is how a client that went is found.
       if (pending.empty() && now - last_sent < std::chrono::seconds(1)) continue;

@@ -23,12 +23,12 @@ namespace sluice::console {
 namespace {
 
 using namespace api_util;  // NOLINT: the API's answers and input checks
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 using query::LocalColumn;
 using query::LocalHandler;
 using query::LocalOutcome;
 using query::LocalSession;
-using Values = std::vector<std::optional<std::string_view>>;
+using CellValues = std::vector<std::optional<std::string_view>>;
 
 constexpr int64_t kDefaultMaxRows = 100'000;
 constexpr int64_t kMaxRows = 1'000'000;
@@ -189,13 +189,13 @@ struct CsvFile {
     rows = 0;
     bytes = 0;
     cut.clear();
-    Values names;
+    CellValues names;
     for (const LocalColumn& c : columns) names.emplace_back(c.name);
     line.clear();
     AppendCsvLine(line, names);
     Put();
   }
-  void Row(const Values& values) {
+  void Row(const CellValues& values) {
     line.clear();
     AppendCsvLine(line, values);
     Put();
@@ -363,7 +363,7 @@ HttpResponse ConsoleApi::RunSql(const HttpRequest& req, query::QueryServer& serv
   r.headers.emplace_back("X-Accel-Buffering", "no");
   r.stream = [running, session, sql = std::move(body->sql),
               max_rows = body->max_rows](HttpStream& out) {
-    const auto started = Clock::now();
+    const auto started = SteadyClock::now();
     std::string buf;
     buf += Json{{"query_id", running->id}}.dump() + "\n";
     bool gone = !out.Write(buf);
@@ -372,7 +372,7 @@ HttpResponse ConsoleApi::RunSql(const HttpRequest& req, query::QueryServer& serv
     std::vector<JsonNumbers> numbers_of;
     int64_t rows = 0;    // of the current result
     size_t batched = 0;  // rows in the open rows line
-    auto last_sent = Clock::now();
+    auto last_sent = SteadyClock::now();
     auto close_batch = [&] {
       if (batched == 0) return;
       buf += "]}\n";
@@ -383,7 +383,7 @@ HttpResponse ConsoleApi::RunSql(const HttpRequest& req, query::QueryServer& serv
       if (buf.empty()) return true;
       gone = gone || !out.Write(buf);
       buf.clear();
-      last_sent = Clock::now();
+      last_sent = SteadyClock::now();
       return !gone;
     };
     LocalHandler h;
@@ -395,7 +395,7 @@ HttpResponse ConsoleApi::RunSql(const HttpRequest& req, query::QueryServer& serv
       rows = 0;
       send();
     };
-    h.on_row = [&](const Values& values) {
+    h.on_row = [&](const CellValues& values) {
       if (rows >= max_rows) {
         // Cut here: said now, since the cut statement's own tag never comes.
         close_batch();
@@ -419,7 +419,7 @@ HttpResponse ConsoleApi::RunSql(const HttpRequest& req, query::QueryServer& serv
       ++batched;
       ++rows;
       if (batched >= kBatchRows || buf.size() >= kBatchBytes ||
-          Clock::now() - last_sent >= kBatchEvery) {
+          SteadyClock::now() - last_sent >= kBatchEvery) {
         return send();
       }
       return true;
@@ -460,9 +460,9 @@ HttpResponse ConsoleApi::RunSql(const HttpRequest& req, query::QueryServer& serv
              "\n";
     } else {
       buf += Json{{"done",
-                   {{"elapsed_ms",
-                     std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started)
-                         .count()}}}}
+                   {{"elapsed_ms", std::chrono::duration_cast<std::chrono::milliseconds>(
+                                       SteadyClock::now() - started)
+                                       .count()}}}}
                  .dump() +
              "\n";
     }
@@ -517,7 +517,7 @@ HttpResponse ConsoleApi::DownloadSql(const HttpRequest& req, query::QueryServer&
   csv.path = dir->path + "/result.csv";
   LocalHandler h;
   h.on_columns = [&](const std::vector<LocalColumn>& columns) { csv.Start(columns); };
-  h.on_row = [&](const Values& values) {
+  h.on_row = [&](const CellValues& values) {
     if (csv.rows >= body->max_rows || csv.bytes >= kMaxDownloadBytes) {
       csv.cut = csv.rows >= body->max_rows ? "max_rows" : "bytes";
       return false;
@@ -563,7 +563,7 @@ HttpResponse ConsoleApi::SqlSchema(query::QueryServer& server, const std::string
   Json relations = Json::array();
   std::string last_key;
   LocalHandler h;
-  h.on_row = [&](const Values& v) {
+  h.on_row = [&](const CellValues& v) {
     if (v.size() < 5 || !v[0] || !v[1]) return true;
     const std::string schema(*v[0]), name(*v[1]);
     const std::string key = schema + '\0' + name;

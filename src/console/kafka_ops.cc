@@ -14,11 +14,12 @@ namespace sluice::console {
 namespace {
 
 using kafka::client::TopicPartition;
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
-std::chrono::milliseconds Left(Clock::time_point deadline) {
-  return std::max(std::chrono::milliseconds(1),
-                  std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
+std::chrono::milliseconds Left(SteadyClock::time_point deadline) {
+  return std::max(
+      std::chrono::milliseconds(1),
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now()));
 }
 
 }  // namespace
@@ -76,7 +77,7 @@ Result<std::vector<int32_t>> KafkaOps::PartitionsOf(const std::string& topic) {
 
 Result<std::vector<TopicSummary>> KafkaOps::ListTopics(bool internal,
                                                        const LocalWatermarks& local) {
-  const auto deadline = Clock::now() + timeout_;
+  const auto deadline = SteadyClock::now() + timeout_;
   ASSIGN_OR_RETURN(ClusterDescription c, admin_->DescribeCluster(true, {}, timeout_));
   std::vector<TopicSummary> out;
   std::vector<TopicPartition> partitions;
@@ -119,7 +120,7 @@ Result<std::vector<TopicSummary>> KafkaOps::ListTopics(bool internal,
 }
 
 Result<TopicDetail> KafkaOps::DescribeTopic(const std::string& topic) {
-  const auto deadline = Clock::now() + timeout_;
+  const auto deadline = SteadyClock::now() + timeout_;
   ASSIGN_OR_RETURN(ClusterDescription c, admin_->DescribeCluster(false, {topic}, timeout_));
   TopicDetail d;
   d.name = c.topics.at(0).name;
@@ -169,7 +170,7 @@ Result<MessagePage> KafkaOps::ReadMessages(const MessageQuery& q) {
     return InvalidArgumentError("limit must be from 1 to {}, not {}", MessageQuery::kMaxLimit,
                                 q.limit);
   }
-  const auto deadline = Clock::now() + q.deadline;
+  const auto deadline = SteadyClock::now() + q.deadline;
   std::vector<int32_t> partitions;
   if (q.partition.has_value()) {
     ASSIGN_OR_RETURN(std::vector<int32_t> all, PartitionsOf(q.topic));
@@ -235,7 +236,7 @@ Result<MessagePage> KafkaOps::ReadMessages(const MessageQuery& q) {
     auto all_done = [&] {
       return std::all_of(ranges.begin(), ranges.end(), [](const auto& e) { return e.second.done; });
     };
-    while (!all_done() && !over_budget && Clock::now() < deadline) {
+    while (!all_done() && !over_budget && SteadyClock::now() < deadline) {
       ASSIGN_OR_RETURN(kafka::client::MessageBatch batch,
                        consumer->Poll(std::min(Left(deadline), std::chrono::milliseconds(100))));
       if (!batch.errors().empty()) return batch.errors().front();
@@ -381,7 +382,7 @@ Result<std::vector<GroupSummary>> KafkaOps::ListGroups() {
 }
 
 Result<GroupDetail> KafkaOps::DescribeGroup(const std::string& group) {
-  const auto deadline = Clock::now() + timeout_;
+  const auto deadline = SteadyClock::now() + timeout_;
   GroupDetail out;
   ASSIGN_OR_RETURN(out.description, admin_->DescribeGroup(group, timeout_));
   ASSIGN_OR_RETURN(std::vector<TopicPartition> committed,
@@ -426,7 +427,7 @@ Result<GroupDetail> KafkaOps::DescribeGroup(const std::string& group) {
 
 Result<std::vector<ResetRow>> KafkaOps::ResetOffsets(const std::string& group,
                                                      const ResetSpec& spec) {
-  const auto deadline = Clock::now() + timeout_;
+  const auto deadline = SteadyClock::now() + timeout_;
   ASSIGN_OR_RETURN(std::vector<int32_t> all, PartitionsOf(spec.topic));
   std::vector<int32_t> partitions = spec.partitions.empty() ? all : spec.partitions;
   std::sort(partitions.begin(), partitions.end());

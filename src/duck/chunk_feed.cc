@@ -49,7 +49,7 @@ struct FeedScan {
   size_t next = 0;  // of current->chunks
 };
 
-void Bind(duckdb_bind_info info) {
+void BindFeed(duckdb_bind_info info) {
   ChunkFeed::State& s = StateOf(duckdb_bind_get_extra_info(info));
   std::lock_guard lock(s.mu);
   if (!s.open) {
@@ -61,7 +61,7 @@ void Bind(duckdb_bind_info info) {
   }
 }
 
-void Init(duckdb_init_info info) {
+void InitFeed(duckdb_init_info info) {
   ChunkFeed::State& s = StateOf(duckdb_init_get_extra_info(info));
   auto* scan = new FeedScan;
   idx_t n = duckdb_init_get_column_count(info);
@@ -74,7 +74,7 @@ void Init(duckdb_init_info info) {
   duckdb_init_set_max_threads(info, 1);  // in push order
 }
 
-void Scan(duckdb_function_info info, duckdb_data_chunk output) {
+void ScanFeed(duckdb_function_info info, duckdb_data_chunk output) {
   ChunkFeed::State& s = StateOf(duckdb_function_get_extra_info(info));
   auto* scan = static_cast<FeedScan*>(duckdb_function_get_init_data(info));
   // The next chunk with rows: a chunk of 0 rows in the output would end the scan.
@@ -119,7 +119,7 @@ void Scan(duckdb_function_info info, duckdb_data_chunk output) {
   duckdb_data_chunk_set_size(output, chunk.size());
 }
 
-std::atomic<uint64_t> next_function_id{0};
+std::atomic<uint64_t> next_feed_function_id{0};
 
 }  // namespace
 
@@ -131,8 +131,8 @@ ChunkFeed::~ChunkFeed() { Abandon("the feed is gone"); }
 Result<std::shared_ptr<ChunkFeed>> ChunkFeed::Create(Connection& conn, size_t max_queued_chunks) {
   auto state = std::make_shared<State>();
   state->max_queued = std::max<size_t>(1, max_queued_chunks);
-  std::string function = fmt::format("__sluice_feed_{}", next_function_id.fetch_add(1));
-  RETURN_IF_ERROR(RegisterHeldFunction(conn, function, state, Bind, Init, Scan));
+  std::string function = fmt::format("__sluice_feed_{}", next_feed_function_id.fetch_add(1));
+  RETURN_IF_ERROR(RegisterHeldFunction(conn, function, state, BindFeed, InitFeed, ScanFeed));
   return std::shared_ptr<ChunkFeed>(new ChunkFeed(std::move(function), std::move(state)));
 }
 

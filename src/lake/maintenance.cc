@@ -69,7 +69,7 @@ struct Live {
   int32_t spec_id = 0;
 };
 
-std::string Dir(const std::string& key) { return key.substr(0, key.rfind('/')); }
+std::string KeyDir(const std::string& key) { return key.substr(0, key.rfind('/')); }
 
 // Packs `files` (sorted by size) into bins of at most `target` bytes; bins of one file
 // change nothing and are dropped.
@@ -282,7 +282,7 @@ Result<CompactResult> Compact(Table table, const CompactOptions& options, duck::
       }
       // Beside the first file when it is in the table's data directory (its partition's
       // directory), else in data/.
-      std::string dir = Dir(KeyOf(bin.front()->entry.file.file_path));
+      std::string dir = KeyDir(KeyOf(bin.front()->entry.file.file_path));
       if (dir != KeyOf(data_dir) && !Inside(dir, KeyOf(data_dir))) dir = data_dir;
       const std::string name = NewUuid() + ".parquet";
       const std::string location = fmt::format("{}/{}", dir, name);

@@ -8,14 +8,13 @@
 
 #include "base/crash_point.h"
 #include "base/logging.h"
+#include "pipeline/loggers.h"
 
 namespace sluice::pipeline {
 namespace {
 
 using kafka::client::TopicPartition;
 using Clock = std::chrono::steady_clock;
-
-const Logger kLog("pipeline");
 
 }  // namespace
 

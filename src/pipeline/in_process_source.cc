@@ -14,11 +14,10 @@
 #include "base/strings.h"
 #include "kafka/group/assignors.h"
 #include "kafka/group/consumer_protocol.h"
+#include "pipeline/loggers.h"
 
 namespace sluice::pipeline {
 namespace {
-
-const Logger kLog("pipeline");
 
 using Clock = std::chrono::steady_clock;
 using kafka::ErrorCode;

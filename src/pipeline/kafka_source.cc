@@ -10,14 +10,13 @@
 #include <optional>
 
 #include "base/logging.h"
+#include "pipeline/loggers.h"
 
 namespace sluice::pipeline {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 using kafka::client::Message;
-
-const Logger kLog("pipeline");
 
 // Short of a batch, the longest a NextBatch waits for records, and how long nothing must
 // have come before the fetchers are woken.

@@ -7,14 +7,9 @@
 #include <algorithm>
 
 #include "base/logging.h"
+#include "pipeline/loggers.h"
 
 namespace sluice::pipeline {
-namespace {
-
-const Logger kLog("pipeline");
-
-}  // namespace
-
 std::chrono::milliseconds LostTransactions::Backoff(int n, const LostTransactionPolicy& policy) {
   if (n <= 1) return std::chrono::milliseconds(0);
   std::chrono::milliseconds wait = policy.first_backoff;

@@ -5,15 +5,10 @@
 #include <malloc.h>
 
 #include "base/logging.h"
+#include "pipeline/loggers.h"
 #include "pipeline/runner.h"
 
 namespace sluice::pipeline {
-namespace {
-
-const Logger kLog("pipeline");
-
-}  // namespace
-
 ProgressReporter::ProgressReporter(MetricsRegistry& registry, std::string pipeline,
                                    duck::Connection& conn, int64_t memory_limit_bytes,
                                    std::FILE* progress)

@@ -25,6 +25,7 @@
 #include "pipeline/dead_letters.h"
 #include "pipeline/json_decoder.h"
 #include "pipeline/kafka_source.h"
+#include "pipeline/loggers.h"
 #include "pipeline/progress.h"
 #include "pipeline/runner_metrics.h"
 #include "pipeline/schemas.h"
@@ -39,8 +40,6 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using kafka::client::Message;
-
-const Logger kLog("pipeline");
 
 // The handler's result lives here between the SQL and the sink.
 constexpr std::string_view kResultTable = BatchHandler::kResultTable;
@@ -408,11 +407,14 @@ Result<std::vector<std::string>> PipelineRunner::Invoke(std::span<const Message>
                                                         std::vector<std::string>* errors) {
   Impl& impl = *impl_;
   std::vector<DecodeError> decode_errors;
-  RETURN_IF_ERROR(impl.handler->Decode(messages, &decode_errors).status());
+  ASSIGN_OR_RETURN(size_t decoded, impl.handler->Decode(messages, &decode_errors));
   for (const DecodeError& e : decode_errors) {
     errors->push_back(fmt::format("message {}: {}", e.index + 1, e.reason));
   }
-  if (impl.handler->NoColumnsYet()) return std::vector<std::string>();  // nothing decoded
+  // Nothing decoded: no rows for the handler (as ProcessBatch).
+  if (impl.handler->NoColumnsYet() || (decoded == 0 && !decode_errors.empty())) {
+    return std::vector<std::string>();
+  }
   Status st = impl.handler->Run().status();
   if (!st.ok())
     return InvalidArgumentError("{}: handler.sql: {}", config_.handler.sql_origin, st.message());
@@ -645,9 +647,28 @@ Status PipelineRunner::ProcessBatch(CommitMode mode) {
                fmt::format("{} [{}] offset {}: {}", m.topic, m.partition, m.offset, e.reason),
                std::span<const Message>(&m, 1)));
     }
-    // Framed messages none of which decoded before any gave the batch its columns: there
-    // is no table for the handler (the messages are decode errors already).
-    if (*decoded == 0 && impl.handler->NoColumnsYet()) batch_ok = false;
+    // No message of the batch decoded (each is a decode error already): there is no row
+    // for the handler, and an inferred batch has only its kafka_ columns (framed messages
+    // none of which decoded before any gave the batch its columns: no table at all).
+    // Running the SQL would fail on them and dead-letter the messages a second time.
+    if (*decoded == 0 && (!decode_errors.empty() || impl.handler->NoColumnsYet())) {
+      batch_ok = false;
+    }
+  }
+  // The messages a later phase's failure dead-letters: the decoded ones (those that failed
+  // to decode have their letter already).
+  std::vector<Message> decoded_messages;
+  std::span<const Message> decoded_span = pending;
+  if (decoded.ok() && !decode_errors.empty()) {
+    size_t error_index = 0;
+    for (size_t i = 0; i < pending.size(); ++i) {
+      if (error_index < decode_errors.size() && decode_errors[error_index].index == i) {
+        ++error_index;
+      } else {
+        decoded_messages.push_back(pending[i]);
+      }
+    }
+    decoded_span = decoded_messages;
   }
   // With a window or durable state the batch is one transaction: the handler's writes, the
   // window state, the sink's writes into this database and the offsets commit together.
@@ -667,20 +688,24 @@ Status PipelineRunner::ProcessBatch(CommitMode mode) {
     std::function<void()> f;
     ~OnExit() { f(); }
   } on_exit{rollback};
-  if (transaction && batch_ok) {
-    if (impl.window) snapshot = impl.window->Snapshot();
+  auto begin_transaction = [&]() -> Status {
     Status st = impl.conn->Execute("BEGIN TRANSACTION");
     if (!st.ok())
       return InternalError("pipeline {}: cannot begin the batch's transaction: {}", c.name,
                            st.message());
     open = true;
+    return Status::OK();
+  };
+  if (transaction && batch_ok) {
+    if (impl.window) snapshot = impl.window->Snapshot();
+    RETURN_IF_ERROR(begin_transaction());
   }
   uint64_t result_rows = 0;
   if (batch_ok) {
     Result<uint64_t> ran = impl.handler->Run();
     if (!ran.ok()) {
       rollback();
-      RETURN_IF_ERROR(fail(ErrorPhase::kHandler, ran.status().message(), pending));
+      RETURN_IF_ERROR(fail(ErrorPhase::kHandler, ran.status().message(), decoded_span));
       batch_ok = false;
     } else {
       result_rows = *ran;
@@ -696,7 +721,7 @@ Status PipelineRunner::ProcessBatch(CommitMode mode) {
     }
     if (!st.ok()) {
       rollback();
-      RETURN_IF_ERROR(fail(ErrorPhase::kWindow, st.message(), pending));
+      RETURN_IF_ERROR(fail(ErrorPhase::kWindow, st.message(), decoded_span));
       batch_ok = false;
     } else {
       if (*kept > 0) impl.window->NoteSources(first);
@@ -723,7 +748,7 @@ Status PipelineRunner::ProcessBatch(CommitMode mode) {
       // Exactly-once: a lost transaction is re-read (Run), a fenced producer stops; neither
       // is the records' fault.
       if (!impl.Lost().empty() || impl.Fatal(st)) return st;
-      RETURN_IF_ERROR(fail(ErrorPhase::kSink, st.message(), pending));
+      RETURN_IF_ERROR(fail(ErrorPhase::kSink, st.message(), decoded_span));
     } else {
       uint64_t n = result_rows - std::min<uint64_t>(result_rows, rejected.size());
       impl.metrics.rows_out->Inc(n);
@@ -733,6 +758,12 @@ Status PipelineRunner::ProcessBatch(CommitMode mode) {
     }
   }
   if (!letters.empty() && impl.dlq) {
+    if (impl.strategy->SavesInTransaction() && !open) {
+      // A batch that failed before its transaction began (nothing decoded, a handler's
+      // failure): the dead letters still go in one transaction with the offsets, so a
+      // crash before its COMMIT does not leave them written for the batch's replay.
+      RETURN_IF_ERROR(begin_transaction());
+    }
     RETURN_IF_ERROR(LoadDeadLetters(*impl.conn, letters));
     std::vector<sinks::RejectedRow> dlq_rejected;
     Status dst = impl.dlq->Write(*impl.conn, kDlqTable, offsets, &dlq_rejected);

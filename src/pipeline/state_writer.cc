@@ -9,11 +9,10 @@
 
 #include "base/logging.h"
 #include "duck/chunk_view.h"
+#include "pipeline/loggers.h"
 
 namespace sluice::pipeline {
 namespace {
-
-const Logger kLog("pipeline");
 
 constexpr std::string_view kRowsTable = "sluice_window_rows";
 constexpr std::string_view kRowsView = "sluice_window_rows_new";

@@ -4,14 +4,13 @@
 #include <fmt/format.h>
 
 #include "base/logging.h"
+#include "pipeline/loggers.h"
 #include "pipeline/sql_text.h"
 
 namespace sluice::pipeline {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-const Logger kLog("pipeline");
 
 // The closed windows a manager collected, for its sink.
 constexpr std::string_view kWindowTable = "sluice_closed_windows";

@@ -20,6 +20,7 @@
 #include "query/authz/plan_check.h"
 #include "query/lake_planner/lake_catalog.h"
 #include "query/lake_planner/lake_planner.h"
+#include "query/loggers.h"
 #include "query/pg_catalog/catalog.h"
 #include "query/pg_catalog/rewrite.h"
 #include "query/rewrite/rewrite.h"
@@ -29,12 +30,6 @@
 #include "query/topic_scan/topic_planner.h"
 
 namespace sluice::query {
-namespace {
-
-const Logger kLog("query");
-
-}  // namespace
-
 QueryEngine::QueryEngine(QueryEngineOptions options)
     : options_(std::move(options)), user_functions_(rewrite::MakeUserFunctionCache()) {
   if (options_.catalog) {
@@ -448,7 +443,23 @@ Result<PlannedStatement> QueryEngine::Plan(duck::Connection& conn, std::string_v
     SLUICE_LOG(kLog, kDebug, "rewrite: {}; runs: {}", shared->explanation, shared->final_select);
   }
   timer.done = std::chrono::steady_clock::now();
-  ASSIGN_OR_RETURN(out.sql, rewrite::RunSteps(conn, *shared));
+  Result<std::string> final_select = rewrite::RunSteps(conn, *shared);
+  if (shared->assumed && rewrite::AssumptionFailed(final_select.status())) {
+    // A row broke what the first rows showed (design 0013 D25): planned again without it.
+    SLUICE_LOG(kLog, kInfo, "rewrite: {}; planning again without the assumption",
+               final_select.status().message());
+    rewrite::RewriteOptions again = rewrite_options;
+    again.assume = false;
+    ASSIGN_OR_RETURN(plan, rewrite::PlanRewrite(conn, *tree, out.sql, again));
+    if (!plan) {
+      out.explanation.clear();
+      return out;
+    }
+    shared = std::make_shared<rewrite::Plan>(std::move(*plan));
+    out.explanation = shared->explanation;
+    final_select = rewrite::RunSteps(conn, *shared);
+  }
+  ASSIGN_OR_RETURN(out.sql, std::move(final_select));
   out.cleanup = [shared](duck::Connection& c) { (void)rewrite::RunCleanup(c, *shared); };
   return out;
 }

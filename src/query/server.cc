@@ -14,13 +14,12 @@
 #include <cstring>
 
 #include "base/logging.h"
+#include "query/loggers.h"
 #include "query/server_state.h"
 
 namespace sluice::query {
 
 namespace {
-
-const Logger kLog("query");
 
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(

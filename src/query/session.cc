@@ -13,6 +13,7 @@
 #include "base/logging.h"
 #include "base/strings.h"
 #include "base/utf8.h"
+#include "query/loggers.h"
 #include "query/server_state.h"
 
 namespace sluice::query {
@@ -20,8 +21,6 @@ namespace sluice::query {
 int64_t SessionNowMs();  // server.cc
 
 namespace {
-
-const Logger kLog("query");
 
 constexpr size_t kFlushBytes = 256 << 10;
 
@@ -718,6 +717,14 @@ Session::SqlError Session::FromDuck(const Status& st, duck::ErrorType type) {
               "({} MiB) and this was the longest-running statement",
               slot_->rss_at_interrupt.load() >> 20, server_.options.rss_limit_bytes >> 20)};
     }
+    if (reason == 0 && !server_.stopping.load()) {
+      // Nothing here asked for it: DuckDB 1.5 raises its interrupt flag itself when one of
+      // its worker threads fails, and a streamed result's fetch can see the flag before
+      // the worker's error, so the error's message is lost (docs/design/0010, decision 7).
+      return {"XX000",
+              "the statement failed in one of DuckDB's worker threads and DuckDB reported "
+              "an interrupt in place of that error; running it again should show it"};
+    }
     return {state, "canceling statement due to user request"};
   }
   if (type == duck::ErrorType::kInvalid && st.code() == StatusCode::kUnimplemented) state = "0A000";
@@ -748,7 +755,12 @@ Session::SqlError Session::FromHook(const Status& st) {
     case StatusCode::kResourceExhausted:
       return {"53200", m};
     case StatusCode::kAborted:
-      return FromDuck(st, duck::ErrorType::kInterrupt);
+      // DuckDB's interrupt, seen by a hook's own query; a hook's other aborts (a lake
+      // commit lost to other writers, a sampling timeout) say what they are.
+      if (slot_->interrupt_reason.load() != 0 ||
+          duck::ErrorTypeFromMessage(m) == duck::ErrorType::kInterrupt)
+        return FromDuck(st, duck::ErrorType::kInterrupt);
+      return {m.find("lost to other writers") != std::string::npos ? "40001" : "XX000", m};
     default:
       return FromDuck(st, duck::ErrorType::kInvalid);
   }

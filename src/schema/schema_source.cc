@@ -12,7 +12,7 @@ namespace sluice::schema {
 
 namespace {
 
-using nlohmann::json;
+using RegistryJson = nlohmann::json;
 using registry::Answer;
 
 // The cache both kinds share: records by id, for the source's life.
@@ -106,21 +106,21 @@ class HttpSource final : public CachingSource {
       : options_(std::move(o)), origin_(std::move(scheme_host_port)), prefix_(std::move(prefix)) {}
 
   Result<std::shared_ptr<const SchemaRecord>> Latest(std::string_view subject) override {
-    ASSIGN_OR_RETURN(json j,
+    ASSIGN_OR_RETURN(RegistryJson j,
                      Get(fmt::format("/subjects/{}/versions/latest", PathSegment(subject))));
     return Record(j);
   }
 
   Result<Registered> Register(std::string_view subject, SchemaType type, std::string_view text,
                               const std::vector<registry::SchemaReference>& refs) override {
-    json body = {{"schema", text}};
+    RegistryJson body = {{"schema", text}};
     if (type != SchemaType::kAvro) body["schemaType"] = registry::SchemaTypeName(type);
     for (const registry::SchemaReference& r : refs) {
       body["references"].push_back(
           {{"name", r.name}, {"subject", r.subject}, {"version", r.version}});
     }
     ASSIGN_OR_RETURN(
-        json j,
+        RegistryJson j,
         Call("POST", fmt::format("/subjects/{}/versions", PathSegment(subject)), body.dump()));
     if (!j.contains("id") || !j["id"].is_number_integer()) {
       return InvalidArgumentError("{}: the answer to a register has no id: {}", Describe(),
@@ -128,7 +128,7 @@ class HttpSource final : public CachingSource {
     }
     const int32_t id = j["id"].get<int32_t>();
     // The version: Confluent's register answers the id alone; a lookup tells the version.
-    ASSIGN_OR_RETURN(json found,
+    ASSIGN_OR_RETURN(RegistryJson found,
                      Call("POST", fmt::format("/subjects/{}", PathSegment(subject)), body.dump()));
     if (!found.contains("version") || !found["version"].is_number_integer()) {
       return InvalidArgumentError("{}: the lookup of subject {} has no version", Describe(),
@@ -141,15 +141,16 @@ class HttpSource final : public CachingSource {
 
  protected:
   Result<std::shared_ptr<const SchemaRecord>> Fetch(int32_t id) override {
-    ASSIGN_OR_RETURN(json j, Get(fmt::format("/schemas/ids/{}", id)));
+    ASSIGN_OR_RETURN(RegistryJson j, Get(fmt::format("/schemas/ids/{}", id)));
     j["id"] = id;
     return Record(j);
   }
 
  private:
-  Result<json> Get(const std::string& path) { return Call("GET", path, ""); }
+  Result<RegistryJson> Get(const std::string& path) { return Call("GET", path, ""); }
 
-  Result<json> Call(const std::string& method, const std::string& path, const std::string& body) {
+  Result<RegistryJson> Call(const std::string& method, const std::string& path,
+                            const std::string& body) {
     httplib::Client client(origin_);
     client.set_connection_timeout(options_.timeout);
     client.set_read_timeout(options_.timeout);
@@ -165,7 +166,7 @@ class HttpSource final : public CachingSource {
       return IOError("{}: {} {} failed: {}", Describe(), method, path,
                      httplib::to_string(res.error()));
     }
-    json j = json::parse(res->body, nullptr, false);
+    RegistryJson j = RegistryJson::parse(res->body, nullptr, false);
     if (res->status == 404) {
       return NotFoundError(
           "{}: {}", Describe(),
@@ -182,7 +183,7 @@ class HttpSource final : public CachingSource {
 
   // {schema, schemaType, references, id}: the references fetched (by subject and version),
   // transitively, dependencies first.
-  Result<std::shared_ptr<const SchemaRecord>> Record(const json& j) {
+  Result<std::shared_ptr<const SchemaRecord>> Record(const RegistryJson& j) {
     if (!j.is_object() || !j.contains("schema") || !j["schema"].is_string()) {
       return InvalidArgumentError("{}: an answer without a schema: {}", Describe(),
                                   j.dump().substr(0, 200));
@@ -202,11 +203,11 @@ class HttpSource final : public CachingSource {
     return std::shared_ptr<const SchemaRecord>(std::move(r));
   }
 
-  Status AddReferences(const json& j, std::vector<registry::Reference>* out,
+  Status AddReferences(const RegistryJson& j, std::vector<registry::Reference>* out,
                        std::vector<std::string>* seen, int depth) {
     if (!j.contains("references") || !j["references"].is_array()) return Status::OK();
     if (depth > 32) return InvalidArgumentError("{}: references nest too deep", Describe());
-    for (const json& ref : j["references"]) {
+    for (const RegistryJson& ref : j["references"]) {
       if (!ref.is_object() || !ref.contains("name") || !ref.contains("subject") ||
           !ref.contains("version") || !ref["name"].is_string() || !ref["subject"].is_string()) {
         return InvalidArgumentError("{}: a malformed reference: {}", Describe(), ref.dump());
@@ -214,9 +215,10 @@ class HttpSource final : public CachingSource {
       std::string name = ref["name"].get<std::string>();
       if (std::find(seen->begin(), seen->end(), name) != seen->end()) continue;
       seen->push_back(name);
-      ASSIGN_OR_RETURN(json dep, Get(fmt::format("/subjects/{}/versions/{}",
-                                                 PathSegment(ref["subject"].get<std::string>()),
-                                                 ref["version"].dump())));
+      ASSIGN_OR_RETURN(
+          RegistryJson dep,
+          Get(fmt::format("/subjects/{}/versions/{}",
+                          PathSegment(ref["subject"].get<std::string>()), ref["version"].dump())));
       RETURN_IF_ERROR(AddReferences(dep, out, seen, depth + 1));
       if (!dep.contains("schema") || !dep["schema"].is_string()) {
         return InvalidArgumentError("{}: reference {} has no schema", Describe(), name);

@@ -28,7 +28,7 @@ using lake::PartitionSpec;
 using lake::Schema;
 using lake::Type;
 
-constexpr std::string_view kStage = "sluice_iceberg_stage";
+constexpr std::string_view kIcebergStage = "sluice_iceberg_stage";
 // Chunks (of up to 2048 rows) a batch may queue ahead of the file's writer before the
 // pipeline waits for it: the memory between the two threads.
 constexpr size_t kQueuedChunks = 32;
@@ -412,7 +412,7 @@ Status IcebergSink::ClearStage() {
   // Dropped, not emptied: DuckDB keeps a temporary table's deleted rows in memory (there
   // is no checkpoint to vacuum them), so a DELETE would grow it by every commit's rows.
   if (staged_table_ && conn_ != nullptr)
-    RETURN_IF_ERROR(conn_->Execute(fmt::format("DROP TABLE IF EXISTS {}", kStage)));
+    RETURN_IF_ERROR(conn_->Execute(fmt::format("DROP TABLE IF EXISTS {}", kIcebergStage)));
   staged_table_ = false;
   staged_rows_ = 0;
   staged_memory_bytes_ = 0;
@@ -674,13 +674,13 @@ Status IcebergSink::AddColumns(duck::Connection& conn,
   if (staged_table_) {
     const Schema* schema = table_->metadata().CurrentSchema();
     ASSIGN_OR_RETURN(duck::QueryResult stage,
-                     conn.Query(fmt::format("SELECT * FROM {} LIMIT 0", kStage)));
+                     conn.Query(fmt::format("SELECT * FROM {} LIMIT 0", kIcebergStage)));
     for (const NestedField& f : schema->fields) {
       bool have = false;
       for (size_t i = 0; i < stage.column_count(); ++i)
         have = have || stage.column_name(i) == f.name;
       if (have) continue;
-      RETURN_IF_ERROR(conn.Execute(fmt::format("ALTER TABLE {} ADD COLUMN {} {}", kStage,
+      RETURN_IF_ERROR(conn.Execute(fmt::format("ALTER TABLE {} ADD COLUMN {} {}", kIcebergStage,
                                                lake::QuoteId(f.name), lake::DuckTypeOf(f.type))));
     }
   }
@@ -705,8 +705,8 @@ Status IcebergSink::Write(duck::Connection& conn, std::string_view table,
     for (const NestedField& f : schema->fields) {
       columns.push_back(fmt::format("{} {}", lake::QuoteId(f.name), lake::DuckTypeOf(f.type)));
     }
-    RETURN_IF_ERROR(conn.Execute(
-        fmt::format("CREATE OR REPLACE TEMP TABLE {} ({})", kStage, fmt::join(columns, ", "))));
+    RETURN_IF_ERROR(conn.Execute(fmt::format("CREATE OR REPLACE TEMP TABLE {} ({})", kIcebergStage,
+                                             fmt::join(columns, ", "))));
     staged_table_ = true;
   }
   auto in_memory_tables = [&conn]() -> Result<int64_t> {
@@ -722,7 +722,7 @@ Status IcebergSink::Write(duck::Connection& conn, std::string_view table,
     ASSIGN_OR_RETURN(memory_baseline_, in_memory_tables());
   }
   auto inserted = conn.Query(
-      fmt::format("INSERT INTO {} BY NAME SELECT * FROM {}", kStage, lake::QuoteId(table)));
+      fmt::format("INSERT INTO {} BY NAME SELECT * FROM {}", kIcebergStage, lake::QuoteId(table)));
   if (!inserted.ok()) {
     // Inside a batch transaction that now rolls back, the CREATE above may be undone too:
     // create the stage again next time.
@@ -753,7 +753,8 @@ Result<std::vector<DataFile>> IcebergSink::WriteFiles() {
   for (const NestedField& f : schema->fields) columns.push_back("s." + lake::QuoteId(f.name));
   std::vector<DataFile> files;
   if (spec->is_unpartitioned()) {
-    std::string select = fmt::format("SELECT {} FROM {} AS s", fmt::join(columns, ", "), kStage);
+    std::string select =
+        fmt::format("SELECT {} FROM {} AS s", fmt::join(columns, ", "), kIcebergStage);
     ASSIGN_OR_RETURN(Placed placed, PlaceDataFile(""));
     ASSIGN_OR_RETURN(DataFile f,
                      lake::WriteDataFile(*conn_, select, *schema, placed.path, placed.location));
@@ -763,7 +764,7 @@ Result<std::vector<DataFile>> IcebergSink::WriteFiles() {
   // One file per partition tuple. Buckets need Iceberg's murmur3, which DuckDB does not
   // have: per bucket field, a table of each distinct source value's bucket, joined in.
   ASSIGN_OR_RETURN(Type tuple, spec->PartitionType(*schema));
-  std::string from = fmt::format("{} AS s", kStage);
+  std::string from = fmt::format("{} AS s", kIcebergStage);
   std::vector<std::string> texts;
   for (size_t i = 0; i < spec->fields.size(); ++i) {
     const PartitionField& p = spec->fields[i];
@@ -781,7 +782,7 @@ Result<std::vector<DataFile>> IcebergSink::WriteFiles() {
           fmt::format("CREATE OR REPLACE TEMP TABLE {} (v VARCHAR, b INTEGER)", map)));
       ASSIGN_OR_RETURN(auto values, conn_->QueryText(fmt::format(
                                         "SELECT DISTINCT {0} FROM {1} AS s WHERE {0} IS NOT NULL",
-                                        text, kStage)));
+                                        text, kIcebergStage)));
       std::vector<std::string> rows;
       auto insert = [&]() -> Status {
         if (rows.empty()) return Status::OK();

@@ -8,14 +8,13 @@
 #include "base/crash_point.h"
 #include "base/logging.h"
 #include "sinks/duck_rows.h"
+#include "sinks/loggers.h"
 
 namespace sluice::sinks {
 
 namespace {
 
 using namespace std::chrono_literals;
-
-const Logger kLog("sinks");
 
 constexpr std::string_view kDefaultMessageTimeoutMs = "60000";
 // Exactly-once: a transaction a crashed member left open holds read_committed consumers

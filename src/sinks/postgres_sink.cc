@@ -12,13 +12,12 @@
 #include "base/background.h"
 #include "base/logging.h"
 #include "base/strings.h"
+#include "sinks/loggers.h"
 #include "sinks/pg_copy_binary.h"
 
 namespace sluice::sinks {
 
 namespace {
-
-const Logger kLog("sinks");
 
 constexpr std::string_view kStage = "pg_temp.sluice_stage";
 constexpr std::string_view kSeq = "__sluice_seq";
@@ -34,7 +33,7 @@ std::string QuotePg(std::string_view name) {
 }
 
 // libpq's messages end in a newline.
-std::string Trim(std::string_view s) { return std::string(TrimRight(s)); }
+std::string TrimmedRight(std::string_view s) { return std::string(TrimRight(s)); }
 
 struct ResultCloser {
   void operator()(PGresult* r) const { PQclear(r); }
@@ -164,7 +163,7 @@ Result<std::unique_ptr<PostgresSink>> PostgresSink::Create(PostgresSinkOptions o
   char* err = nullptr;
   PQconninfoOption* info = PQconninfoParse(options.dsn.c_str(), &err);
   if (info == nullptr) {
-    std::string msg = err != nullptr ? Trim(err) : "out of memory";
+    std::string msg = err != nullptr ? TrimmedRight(err) : "out of memory";
     PQfreemem(err);
     return InvalidArgumentError("postgres sink: malformed dsn: {}", msg);
   }
@@ -227,12 +226,13 @@ Status PostgresSink::Connect() {
   pg_.reset(PQconnectdbParams(keys, values, 1));
   if (pg_ == nullptr) return Error("cannot connect", "out of memory");
   if (PQstatus(pg_.get()) != CONNECTION_OK) {
-    Status st = Error("cannot connect", Trim(PQerrorMessage(pg_.get())));
+    Status st = Error("cannot connect", TrimmedRight(PQerrorMessage(pg_.get())));
     pg_.reset();
     return st;
   }
   if (PQsetClientEncoding(pg_.get(), "UTF8") != 0) {
-    Status st = Error("cannot set client_encoding to UTF8", Trim(PQerrorMessage(pg_.get())));
+    Status st =
+        Error("cannot set client_encoding to UTF8", TrimmedRight(PQerrorMessage(pg_.get())));
     pg_.reset();
     return st;
   }
@@ -259,8 +259,9 @@ Status PostgresSink::Exec(const std::string& sql) {
   ResultPtr r(PQexec(pg_.get(), sql.c_str()));
   ExecStatusType st = r != nullptr ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
   if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) return Status::OK();
-  std::string msg = Trim(r != nullptr ? PQresultErrorMessage(r.get()) : PQerrorMessage(pg_.get()));
-  if (msg.empty()) msg = Trim(PQerrorMessage(pg_.get()));
+  std::string msg =
+      TrimmedRight(r != nullptr ? PQresultErrorMessage(r.get()) : PQerrorMessage(pg_.get()));
+  if (msg.empty()) msg = TrimmedRight(PQerrorMessage(pg_.get()));
   std::string first_word = sql.substr(0, sql.find(' '));
   if (PQstatus(pg_.get()) == CONNECTION_BAD) {
     Status error = Error("connection lost", msg);
@@ -293,7 +294,7 @@ Status PostgresSink::ReadColumns(std::vector<PgColumn>* out) {
   ResultPtr r(PQexecParams(pg_.get(), sql, 1, nullptr, params, nullptr, nullptr, 0));
   if (r == nullptr || PQresultStatus(r.get()) != PGRES_TUPLES_OK) {
     std::string msg =
-        Trim(r != nullptr ? PQresultErrorMessage(r.get()) : PQerrorMessage(pg_.get()));
+        TrimmedRight(r != nullptr ? PQresultErrorMessage(r.get()) : PQerrorMessage(pg_.get()));
     Status st = Error("reading the table's columns", msg);
     if (PQstatus(pg_.get()) == CONNECTION_BAD) Disconnect(st);
     return st;
@@ -501,7 +502,7 @@ Status PostgresSink::StartCopy(const std::string& target,
   ResultPtr r(PQexec(pg_.get(), sql.c_str()));
   if (r == nullptr || PQresultStatus(r.get()) != PGRES_COPY_IN) {
     std::string msg =
-        Trim(r != nullptr ? PQresultErrorMessage(r.get()) : PQerrorMessage(pg_.get()));
+        TrimmedRight(r != nullptr ? PQresultErrorMessage(r.get()) : PQerrorMessage(pg_.get()));
     Status st = Error("COPY", msg);
     if (PQstatus(pg_.get()) == CONNECTION_BAD) Disconnect(st);
     return st;
@@ -573,14 +574,15 @@ Status PostgresSink::EndCopy() {
       return lost;
     }
     if (PQresultStatus(res.get()) != PGRES_COMMAND_OK && st.ok()) {
-      std::string msg = Trim(PQresultErrorMessage(res.get()));
+      std::string msg = TrimmedRight(PQresultErrorMessage(res.get()));
       if (const char* where = PQresultErrorField(res.get(), PG_DIAG_CONTEXT)) {
-        msg += fmt::format(" ({})", Trim(where));
+        msg += fmt::format(" ({})", TrimmedRight(where));
       }
       st = Error("COPY", msg);
     }
   }
-  if (st.ok() && send_error != nullptr) st = Error(send_error, Trim(PQerrorMessage(pg_.get())));
+  if (st.ok() && send_error != nullptr)
+    st = Error(send_error, TrimmedRight(PQerrorMessage(pg_.get())));
   if (!st.ok() && PQstatus(pg_.get()) == CONNECTION_BAD) {
     Status lost = Error("connection lost", st.message());
     Disconnect(lost);
@@ -853,7 +855,7 @@ Status PostgresSink::WaitSend() {
   if (sender_ == nullptr || !sender_->busy()) return Status::OK();
   sender_->Wait();
   if (copy_.send_error != nullptr) {
-    return StreamFailed(Error(copy_.send_error, Trim(PQerrorMessage(pg_.get()))));
+    return StreamFailed(Error(copy_.send_error, TrimmedRight(PQerrorMessage(pg_.get()))));
   }
   return Status::OK();
 }
@@ -972,7 +974,7 @@ void PostgresSink::AbandonCopy(const char* why) {
   }
   if (!ended) {
     Disconnect(IOError("postgres sink (table {} at {}): could not end a COPY: {}", options_.table,
-                       server_, Trim(PQerrorMessage(pg_.get()))));
+                       server_, TrimmedRight(PQerrorMessage(pg_.get()))));
   }
 }
 

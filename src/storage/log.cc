@@ -10,12 +10,11 @@
 #include <climits>
 
 #include "base/logging.h"
+#include "storage/loggers.h"
 #include "storage/segment.h"
 
 namespace sluice::storage {
 namespace {
-
-const Logger kLog("storage");
 
 // The log whose append callbacks this thread is running, if any (see InCallback()).
 thread_local const void* tls_in_callback = nullptr;

@@ -8,15 +8,10 @@
 
 #include "base/logging.h"
 #include "storage/log.h"
+#include "storage/loggers.h"
 #include "storage/segment.h"
 
 namespace sluice::storage {
-namespace {
-
-const Logger kLog("storage");
-
-}  // namespace
-
 using namespace log_internal;  // NOLINT(google-build-using-namespace)
 
 // ---------------------------------------------------------------------------------------

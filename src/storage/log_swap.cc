@@ -24,13 +24,12 @@
 
 #include "base/crash_point.h"
 #include "base/logging.h"
+#include "storage/loggers.h"
 #include "storage/segment.h"
 #include "storage/txn_index.h"
 
 namespace sluice::storage {
 namespace {
-
-const Logger kLog("storage");
 
 constexpr size_t kCleanedBufferBytes = 1 << 20;
 constexpr uint64_t kMaxManifestBytes = 4096;

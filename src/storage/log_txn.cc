@@ -8,13 +8,12 @@
 
 #include "base/logging.h"
 #include "storage/log.h"
+#include "storage/loggers.h"
 #include "storage/segment.h"
 #include "storage/txn_index.h"
 
 namespace sluice::storage {
 namespace {
-
-const Logger kLog("storage");
 
 // The entries of a .txnindex file, up to `max_entries` (all when unset).
 Result<TxnIndexContents> ReadTxnIndex(File& file, uint64_t max_entries = UINT64_MAX) {

@@ -423,11 +423,24 @@ async function main () {
       const t = await gridText()
       return /\b99999\b/.test(t) && /\b199998\b/.test(t)
     })
-    // The chart in two clicks: Chart, then Bars.
+    // The chart in two clicks: Chart, then Bars. (Once a canvas did not come within 30 s,
+    // on a machine running two suites at once: what the page held then is said.)
+    const chartDrawn = async after => {
+      try {
+        await page.waitForSelector('[data-testid="result-chart"] canvas')
+      } catch (e) {
+        const state = await page.evaluate(() => ({
+          pressed: [...document.querySelectorAll('button')].filter(b => b.getAttribute('aria-pressed') === 'true').map(b => b.innerText),
+          chart: document.querySelector('[data-testid="result-chart"]')?.outerHTML?.slice(0, 300) ?? null,
+          scripts: performance.getEntriesByType('resource').map(r => r.name).filter(n => n.endsWith('.js'))
+        }))
+        throw new Error(`no chart's canvas after ${after}: ${JSON.stringify(state)} (${e.message})`)
+      }
+    }
     await (await page.waitForSelector('xpath/.//button[normalize-space()="Chart"]')).click()
-    await page.waitForSelector('[data-testid="result-chart"] canvas')
+    await chartDrawn('Chart')
     await (await page.waitForSelector('xpath/.//button[normalize-space()="Bars"]')).click()
-    await page.waitForSelector('[data-testid="result-chart"] canvas')
+    await chartDrawn('Bars')
     await (await page.waitForSelector('xpath/.//button[normalize-space()="Line"]')).click()
     await shot('sql')
     // The query is kept across a reload.

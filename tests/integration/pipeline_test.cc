@@ -2494,7 +2494,9 @@ class PipelineIcebergRestTest : public PipelineIcebergCrashTest {
         catalog_uri_);
   }
   void TearDown() override {
-    if (catalog_) EXPECT_EQ(catalog_->Terminate(), 0) << catalog_->Err();
+    if (catalog_) {
+      EXPECT_EQ(catalog_->Terminate(), 0) << catalog_->Err();
+    }
     PipelineIcebergCrashTest::TearDown();
   }
   std::unique_ptr<Child> catalog_;

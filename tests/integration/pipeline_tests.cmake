@@ -18,6 +18,7 @@ add_test(NAME pipeline_rest_catalog_test COMMAND pipeline_test --gtest_filter=Pi
 set_tests_properties(pipeline_test pipeline_crash_test pipeline_window_crash_test pipeline_iceberg_crash_test
   pipeline_rest_catalog_test PROPERTIES
   LABELS integration TIMEOUT 300 ENVIRONMENT "SLUICE_BINARY=$<TARGET_FILE:sluice>")
+set_tests_properties(pipeline_test PROPERTIES PROCESSORS 2)  # a core busy (docs/design/0029 #5)
 # Iceberg tables on S3 (issue 26): radosgw started by the script, then the S3 tests.
 add_test(NAME pipeline_s3_test
   COMMAND bash ${_it}/pipeline_s3_test.sh $<TARGET_FILE:pipeline_test> --gtest_filter=PipelineIcebergS3Test.*)

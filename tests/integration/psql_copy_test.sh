@@ -111,7 +111,13 @@ echo "1,x" >"$tmp/in.csv"
 [ "$(sqlstate "COPY t TO PROGRAM 'true'")" = 42501 ] || fail "COPY TO PROGRAM: not 42501"
 [ "$(sqlstate "COPY t TO '$tmp/server-side.csv'")" = 42501 ] || fail "COPY TO a file outside: not 42501"
 [ ! -e "$tmp/server-side.csv" ] || fail "COPY wrote a file outside the allowed directories"
-state=$(sqlstate "\\copy (SELECT CASE WHEN range < 199000 THEN range ELSE error('boom') END FROM range(200000)) TO '$tmp/broken.txt'")
+# DuckDB 1.5 sometimes loses a worker thread's error in a streamed result and reports an
+# interrupt: the server says XX000 then (never 57014, a cancel nobody made), and a second
+# run shows the error (docs/design/0010, decision 7).
+for _ in 1 2 3; do
+  state=$(sqlstate "\\copy (SELECT CASE WHEN range < 199000 THEN range ELSE error('boom') END FROM range(200000)) TO '$tmp/broken.txt'")
+  [ "$state" = XX000 ] || break
+done
 [ "$state" = 22023 ] || fail "an error while streaming: '$state'"
 
 kill -TERM "$pid"

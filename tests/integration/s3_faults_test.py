@@ -40,6 +40,7 @@ gets the n-th draw still depends on timing).
 usage: with-rgw.sh BUCKET /usr/bin/python3 s3_faults_test.py path/to/sluice
 """
 
+import functools
 import json
 import os
 import random
@@ -156,7 +157,9 @@ def table_offsets(ctx, spec):
     return [held.get(str(p), 0) for p in range(PARTITIONS)]
 
 
+@functools.lru_cache(maxsize=None)
 def s3_client():
+    # One for the test: making one costs about 0.1 s of CPU, and the test polls listings.
     return botocore.session.get_session().create_client(
         "s3", endpoint_url=env("AWS_ENDPOINT_URL_S3"), region_name=os.environ.get("AWS_REGION"),
         aws_access_key_id=env("AWS_ACCESS_KEY_ID"),

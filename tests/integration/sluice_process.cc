@@ -22,7 +22,7 @@ extern char** environ;
 namespace sluice::integration {
 namespace {
 
-std::string ReadFile(const std::filesystem::path& path) {
+std::string ReadWholeFile(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream s;
   s << in.rdbuf();
@@ -101,7 +101,7 @@ std::string SluiceProcess::Start(std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
     std::smatch m;
-    std::string text = ReadFile(out);
+    std::string text = ReadWholeFile(out);
     if (std::regex_search(text, m, kServing)) {
       bootstrap_ = m[1];
       return "";
@@ -109,7 +109,7 @@ std::string SluiceProcess::Start(std::chrono::milliseconds timeout) {
     int status = 0;
     if (::waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
-      return "sluice serve exited before listening: " + ReadFile(err);
+      return "sluice serve exited before listening: " + ReadWholeFile(err);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
@@ -122,7 +122,7 @@ std::string SluiceProcess::WaitForOutput(const std::string& regex,
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
     std::smatch m;
-    std::string text = ReadFile(dir_ / "out");
+    std::string text = ReadWholeFile(dir_ / "out");
     if (std::regex_search(text, m, re)) return m.size() > 1 ? m[1].str() : m[0].str();
     if (pid_ <= 0) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -3,6 +3,7 @@ tests/integration/s3/with-rgw.sh exports, and radosgw's listing of a partition's
 read with botocore, an S3 client independent of sluice's.
 """
 
+import functools
 import os
 import re
 
@@ -21,8 +22,10 @@ def env(name):
     return value
 
 
+@functools.lru_cache(maxsize=None)
 def s3(endpoint):
-    """A botocore client of the store at `endpoint` (radosgw itself, not a fault proxy)."""
+    """A botocore client of the store at `endpoint` (radosgw itself, not a fault proxy).
+    One per endpoint: making one costs about 0.1 s of CPU, and the tests poll listings."""
     return botocore.session.get_session().create_client(
         "s3", endpoint_url=endpoint, region_name=os.environ.get("AWS_REGION"),
         aws_access_key_id=env("AWS_ACCESS_KEY_ID"),

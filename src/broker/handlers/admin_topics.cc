@@ -11,12 +11,12 @@
 
 #include "base/logging.h"
 #include "broker/handlers/handlers.h"
+#include "broker/loggers.h"
 #include "broker/partition.h"
 
 namespace sluice::broker::handlers {
 namespace {
 
-const Logger kLog("broker");
 using kafka::ErrorCode;
 
 // Kafka refuses appends to and DeleteRecords of its internal topics with

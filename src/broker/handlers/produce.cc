@@ -22,6 +22,7 @@
 #include "base/logging.h"
 #include "base/metrics.h"
 #include "broker/handlers/handlers.h"
+#include "broker/loggers.h"
 #include "broker/offset_log.h"
 #include "broker/produce_refusals.h"
 #include "kafka/protocol/records.h"
@@ -30,8 +31,6 @@ namespace sluice::broker::handlers {
 namespace {
 
 using kafka::ErrorCode;
-
-const Logger kLog("broker");
 
 struct ProduceAppend;
 

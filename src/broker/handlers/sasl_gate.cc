@@ -3,11 +3,11 @@
 // else through before authentication. The connection's progress is its HandlerState.
 #include "base/logging.h"
 #include "broker/handlers/handlers.h"
+#include "broker/loggers.h"
 
 namespace sluice::broker::handlers {
 namespace {
 
-const Logger kLog("broker");
 using kafka::ApiKey;
 using kafka::ErrorCode;
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace sluice::broker {
+namespace authorizer_test {
 namespace {
 
 using auth::AclBinding;
@@ -127,4 +128,5 @@ TEST(AuthorizerTest, NoneRefusesEverything) {
 }
 
 }  // namespace
+}  // namespace authorizer_test
 }  // namespace sluice::broker

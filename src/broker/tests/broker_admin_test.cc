@@ -25,6 +25,7 @@
 #include "storage/testing/files.h"
 
 namespace sluice::broker {
+namespace broker_admin_test {
 namespace {
 
 using kafka::ApiKey;
@@ -1135,4 +1136,5 @@ TEST_F(BrokerAdminTest, UncleanStopBumpsLeaderEpochs) {
 }
 
 }  // namespace
+}  // namespace broker_admin_test
 }  // namespace sluice::broker

@@ -23,6 +23,7 @@
 #include "kafka/protocol/header.h"
 
 namespace sluice::broker {
+namespace broker_api_test {
 namespace {
 
 using kafka::ApiKey;
@@ -301,4 +302,5 @@ TEST_F(BrokerApiTest, GarbageFrameClosesOnlyThatConnection) {
 }
 
 }  // namespace
+}  // namespace broker_api_test
 }  // namespace sluice::broker

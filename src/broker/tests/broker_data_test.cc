@@ -25,6 +25,7 @@
 #include "storage/env.h"
 
 namespace sluice::broker {
+namespace broker_data_test {
 namespace {
 
 using kafka::ApiKey;
@@ -761,4 +762,5 @@ TEST_F(BrokerDataTest, DeletingATopicAnswersItsWaitingFetch) {
 }
 
 }  // namespace
+}  // namespace broker_data_test
 }  // namespace sluice::broker

@@ -18,6 +18,7 @@
 #include "storage/testing/batch_builder.h"
 
 namespace sluice::broker {
+namespace broker_fetch_test {
 namespace {
 
 using testing::Bytes;
@@ -335,4 +336,5 @@ TEST_F(BrokerFetchTest, RecordlessTailIsNoDataForMinBytes) {
 }
 
 }  // namespace
+}  // namespace broker_fetch_test
 }  // namespace sluice::broker

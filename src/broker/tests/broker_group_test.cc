@@ -16,6 +16,7 @@
 #include "broker/tests/broker_test_util.h"
 
 namespace sluice::broker {
+namespace broker_group_test {
 namespace {
 
 using kafka::ApiKey;
@@ -246,4 +247,5 @@ TEST_F(BrokerGroupTest, InternalTopicNameIsReserved) {
 }
 
 }  // namespace
+}  // namespace broker_group_test
 }  // namespace sluice::broker

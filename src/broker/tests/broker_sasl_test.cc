@@ -11,6 +11,7 @@
 #include "broker/tests/broker_test_util.h"
 
 namespace sluice::broker {
+namespace broker_sasl_test {
 namespace {
 
 using kafka::ApiKey;
@@ -172,4 +173,5 @@ TEST_F(BrokerSaslOffTest, HandshakeIsIllegalWithoutSasl) {
 }
 
 }  // namespace
+}  // namespace broker_sasl_test
 }  // namespace sluice::broker

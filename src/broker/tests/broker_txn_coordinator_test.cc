@@ -15,6 +15,7 @@
 #include "broker/tests/broker_test_util.h"
 
 namespace sluice::broker {
+namespace broker_txn_coordinator_test {
 namespace {
 
 using kafka::ApiKey;
@@ -162,4 +163,5 @@ TEST_F(BrokerTxnCoordinatorTest, CommitThroughThePartitionsAndRestart) {
 }
 
 }  // namespace
+}  // namespace broker_txn_coordinator_test
 }  // namespace sluice::broker

@@ -24,6 +24,7 @@
 #include "kafka/protocol/records.h"
 
 namespace sluice::broker {
+namespace broker_txn_test {
 namespace {
 
 using kafka::ApiKey;
@@ -547,4 +548,5 @@ TEST_F(BrokerTxnTest, LibrdkafkaConsumersSeeWhatKafkaWouldShowThem) {
 }
 
 }  // namespace
+}  // namespace broker_txn_test
 }  // namespace sluice::broker

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace sluice::broker {
+namespace client_quotas_test {
 namespace {
 
 using Parts = std::vector<std::pair<std::string, std::optional<std::string>>>;
@@ -240,4 +241,5 @@ TEST(ClientQuotasTest, ATinyQuotaThrottlesTheLongestNotNever) {
 }
 
 }  // namespace
+}  // namespace client_quotas_test
 }  // namespace sluice::broker

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 namespace sluice::broker {
+namespace cluster_controller_view_test {
 namespace {
 
 using namespace cluster;  // NOLINT
@@ -175,4 +176,5 @@ TEST_F(ClusterViewTest, DeletesForgetKeys) {
 }
 
 }  // namespace
+}  // namespace cluster_controller_view_test
 }  // namespace sluice::broker

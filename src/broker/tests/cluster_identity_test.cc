@@ -8,6 +8,7 @@
 #include "storage/testing/files.h"
 
 namespace sluice::broker {
+namespace cluster_identity_test {
 namespace {
 
 using storage::testing::TempDir;
@@ -82,4 +83,5 @@ TEST(ClusterIdentityTest, OnlyAnUncleanStopUnderIntervalIsUnclean) {
 }
 
 }  // namespace
+}  // namespace cluster_identity_test
 }  // namespace sluice::broker

@@ -7,6 +7,7 @@
 #include "broker/cluster_controller_view.h"
 
 namespace sluice::broker {
+namespace controlled_shutdown_test {
 namespace {
 
 using namespace cluster;  // NOLINT
@@ -162,4 +163,5 @@ TEST_F(ShutdownViewTest, TheStoppingBrokerWaitsForWhatCanBeMoved) {
 }
 
 }  // namespace
+}  // namespace controlled_shutdown_test
 }  // namespace sluice::broker

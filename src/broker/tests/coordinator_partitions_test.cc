@@ -24,6 +24,7 @@
 #include "storage/log.h"
 
 namespace sluice::broker {
+namespace coordinator_partitions_test {
 namespace {
 
 // -----------------------------------------------------------------------------------------
@@ -653,4 +654,5 @@ TEST_F(ReplicatedTxnWritesTest, MarkersCarryTheLeaderEpochAndAFailedCompleteIsRe
 }
 
 }  // namespace
+}  // namespace coordinator_partitions_test
 }  // namespace sluice::broker

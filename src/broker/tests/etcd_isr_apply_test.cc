@@ -16,6 +16,7 @@
 #include "cluster/tests/fault_proxy_process.h"
 
 namespace sluice::broker {
+namespace etcd_isr_apply_test {
 namespace {
 
 using cluster::testing::EtcdCluster;
@@ -131,4 +132,5 @@ TEST_F(EtcdIsrApplyTest, AnAnsweredRefusalIsRefused) {
 }
 
 }  // namespace
+}  // namespace etcd_isr_apply_test
 }  // namespace sluice::broker

@@ -7,6 +7,7 @@
 #include "cluster/cluster_values.h"
 
 namespace sluice::broker {
+namespace etcd_isr_store_test {
 namespace {
 
 using namespace cluster;  // NOLINT
@@ -110,4 +111,5 @@ TEST_F(IsrChangeTest, RefusalsNameWhyAndWriteNothing) {
 }
 
 }  // namespace
+}  // namespace etcd_isr_store_test
 }  // namespace sluice::broker

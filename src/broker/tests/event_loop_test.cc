@@ -12,6 +12,7 @@
 #include <vector>
 
 namespace sluice::broker {
+namespace event_loop_test {
 namespace {
 
 // Generous: only there so a broken loop fails instead of hanging.
@@ -184,4 +185,5 @@ TEST(EventLoopTest, StopBeforeRunReturnsAtOnceAndQueuedTasksAreDropped) {
 }
 
 }  // namespace
+}  // namespace event_loop_test
 }  // namespace sluice::broker

@@ -22,6 +22,7 @@
 #include "storage/testing/files.h"
 
 namespace sluice::broker {
+namespace group_coordinator_test {
 namespace {
 
 // -----------------------------------------------------------------------------------------
@@ -802,4 +803,5 @@ TEST_F(GroupCoordinatorTest, CommitAnsweredBeforeCloseIsDurable) {
 }
 
 }  // namespace
+}  // namespace group_coordinator_test
 }  // namespace sluice::broker

@@ -16,6 +16,7 @@
 #include "storage/testing/fault_env.h"
 
 namespace sluice::broker {
+namespace group_txn_test {
 namespace {
 
 struct TxnSpec {
@@ -406,4 +407,5 @@ TEST_F(GroupTxnTest, DeletingTheGroupDropsPendingOffsets) {
 }
 
 }  // namespace
+}  // namespace group_txn_test
 }  // namespace sluice::broker

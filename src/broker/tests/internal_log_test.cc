@@ -29,6 +29,7 @@
 #include "storage/testing/files.h"
 
 namespace sluice::broker {
+namespace internal_log_test {
 namespace {
 
 using storage::testing::TempDir;
@@ -654,4 +655,5 @@ TEST_F(InternalLogTest, AttachedLogStaysOpenAfterClose) {
 }
 
 }  // namespace
+}  // namespace internal_log_test
 }  // namespace sluice::broker

@@ -9,6 +9,7 @@
 #include "storage/testing/files.h"
 
 namespace sluice::broker {
+namespace leader_epochs_test {
 namespace {
 
 using Entry = LeaderEpochCache::Entry;
@@ -225,4 +226,5 @@ TEST_F(LeaderEpochLogTest, TruncateFromEndAndStart) {
 }
 
 }  // namespace
+}  // namespace leader_epochs_test
 }  // namespace sluice::broker

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace sluice::broker {
+namespace listeners_config_test {
 namespace {
 
 Result<std::optional<std::vector<KafkaListener>>> Read(std::string_view yaml,
@@ -117,4 +118,5 @@ TEST(ListenersConfigTest, MalformedListenersSayWhatIsWrong) {
 }
 
 }  // namespace
+}  // namespace listeners_config_test
 }  // namespace sluice::broker

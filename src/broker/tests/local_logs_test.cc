@@ -12,6 +12,7 @@
 #include "storage/testing/files.h"
 
 namespace sluice::broker {
+namespace local_logs_test {
 namespace {
 
 using storage::testing::TempDir;
@@ -129,4 +130,5 @@ TEST_F(LocalLogsTest, RetentionPassesSkipTopicsThatDoNotDelete) {
 }
 
 }  // namespace
+}  // namespace local_logs_test
 }  // namespace sluice::broker

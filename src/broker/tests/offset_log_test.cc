@@ -21,6 +21,7 @@
 #include "storage/testing/files.h"
 
 namespace sluice::broker {
+namespace offset_log_test {
 namespace {
 
 using storage::testing::TempDir;
@@ -679,4 +680,5 @@ TEST_F(OffsetLogTxnTest, AnOlderCoordinatorEpochIsFencedAlsoAfterReplay) {
 }
 
 }  // namespace
+}  // namespace offset_log_test
 }  // namespace sluice::broker

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace sluice::broker {
+namespace produce_refusals_test {
 namespace {
 
 using kafka::ErrorCode;
@@ -56,4 +57,5 @@ TEST(ProduceRefusalsTest, HeldAtMostFiveTimesAndThirtySeconds) {
 }
 
 }  // namespace
+}  // namespace produce_refusals_test
 }  // namespace sluice::broker

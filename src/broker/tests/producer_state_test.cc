@@ -9,6 +9,7 @@
 #include "storage/testing/files.h"
 
 namespace sluice::broker {
+namespace producer_state_test {
 namespace {
 
 using Verdict = ProducerStateTable::Verdict;
@@ -386,4 +387,5 @@ TEST(ProducerStateTest, AMalformedSnapshotIsRefusedAndChangesNothing) {
 }
 
 }  // namespace
+}  // namespace producer_state_test
 }  // namespace sluice::broker

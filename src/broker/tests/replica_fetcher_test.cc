@@ -27,6 +27,7 @@
 #include "storage/testing/fault_env.h"
 
 namespace sluice::broker {
+namespace replica_fetcher_test {
 namespace {
 
 using kafka::ApiKey;
@@ -462,4 +463,5 @@ TEST_F(ReplicaFetcherTest, ALeaderNotYetAwareOfItsRoleIsAskedAgainSoon) {
 }
 
 }  // namespace
+}  // namespace replica_fetcher_test
 }  // namespace sluice::broker

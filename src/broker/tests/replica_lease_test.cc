@@ -12,6 +12,7 @@
 #include "cluster/tests/fault_proxy_process.h"
 
 namespace sluice::broker {
+namespace replica_lease_test {
 namespace {
 
 using kafka::ApiKey;
@@ -106,4 +107,5 @@ TEST_F(ReplicaLeaseTest, ALeaderCutOffFromEtcdStopsAtItsLeaseDeadline) {
 }
 
 }  // namespace
+}  // namespace replica_lease_test
 }  // namespace sluice::broker

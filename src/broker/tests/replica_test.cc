@@ -17,6 +17,7 @@
 #include "storage/testing/files.h"
 
 namespace sluice::broker {
+namespace replica_test {
 namespace {
 
 using kafka::ApiKey;
@@ -897,4 +898,5 @@ TEST_F(ReplicaTest, SingleNodePartitionsRefuseReplicaFetches) {
 }
 
 }  // namespace
+}  // namespace replica_test
 }  // namespace sluice::broker

@@ -16,6 +16,7 @@
 #include "kafka/protocol/records.h"
 
 namespace sluice::broker {
+namespace replicated_append_test {
 namespace {
 
 using kafka::ErrorCode;
@@ -83,4 +84,5 @@ TEST_F(ReplicatedAppendTest, TooFewInSyncReplicasOrNoProgressIsNotAvailable) {
 }
 
 }  // namespace
+}  // namespace replicated_append_test
 }  // namespace sluice::broker

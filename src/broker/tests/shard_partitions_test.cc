@@ -8,6 +8,7 @@
 #include "broker/shards.h"
 
 namespace sluice::broker {
+namespace shard_partitions_test {
 namespace {
 
 std::unique_ptr<Partition> Part(uint64_t id) {
@@ -45,4 +46,5 @@ TEST(ShardPartitionsTest, TheIdIndexFollowsTheMap) {
 }
 
 }  // namespace
+}  // namespace shard_partitions_test
 }  // namespace sluice::broker

@@ -6,6 +6,7 @@
 #include "storage/testing/files.h"
 
 namespace sluice::broker {
+namespace topic_store_test {
 namespace {
 
 using kafka::ErrorCode;
@@ -293,4 +294,5 @@ TEST(UuidTest, RandomIdsAreVersion4AndDistinct) {
 }
 
 }  // namespace
+}  // namespace topic_store_test
 }  // namespace sluice::broker

@@ -27,6 +27,7 @@
 #include "storage/testing/files.h"
 
 namespace sluice::broker {
+namespace txn_cluster_test {
 namespace {
 
 using kafka::ErrorCode;
@@ -710,4 +711,5 @@ TEST(ClusterTxnVerifierTest, AsksTheCoordinatorsBrokerWithVerifyOnly) {
 }
 
 }  // namespace
+}  // namespace txn_cluster_test
 }  // namespace sluice::broker

@@ -13,6 +13,7 @@
 #include "storage/testing/files.h"
 
 namespace sluice::broker {
+namespace txn_log_test {
 namespace {
 
 using storage::testing::TempDir;
@@ -151,4 +152,5 @@ TEST_F(TxnLogTest, ReplaysLastRecordPerIdAndTombstones) {
 }
 
 }  // namespace
+}  // namespace txn_log_test
 }  // namespace sluice::broker

@@ -11,6 +11,7 @@
 #include "broker/txn_partition_markers.h"
 
 namespace sluice::broker {
+namespace txn_marker_replica_test {
 namespace {
 
 using kafka::ErrorCode;
@@ -73,4 +74,5 @@ TEST_F(TxnMarkerReplicaTest, TooFewInSyncReplicasRefuseBeforeWriting) {
 }
 
 }  // namespace
+}  // namespace txn_marker_replica_test
 }  // namespace sluice::broker

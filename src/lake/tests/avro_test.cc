@@ -16,6 +16,7 @@
 #include "lake/tests/scratch_dirs.h"
 
 namespace sluice::lake::avro {
+namespace avro_test {
 namespace {
 
 using Json = nlohmann::json;
@@ -818,4 +819,5 @@ TEST(AvroInteropTest, WeReadPythonFiles) {
 }
 
 }  // namespace
+}  // namespace avro_test
 }  // namespace sluice::lake::avro

@@ -15,6 +15,7 @@
 #include "lake/tests/scratch_dirs.h"
 
 namespace sluice::lake {
+namespace data_files_test {
 namespace {
 
 constexpr std::string_view kScratch = "sluice_data_files";
@@ -156,4 +157,5 @@ TEST_F(WriteDataFileTest, OnlyNaNsLeaveNoBounds) {
 }
 
 }  // namespace
+}  // namespace data_files_test
 }  // namespace sluice::lake

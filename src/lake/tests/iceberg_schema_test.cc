@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace sluice::lake {
+namespace iceberg_schema_test {
 namespace {
 
 // The spec's Appendix C examples, put together into one schema.
@@ -175,4 +176,5 @@ TEST(IcebergSchemaTest, HostileNestingIsBounded) {
 }
 
 }  // namespace
+}  // namespace iceberg_schema_test
 }  // namespace sluice::lake

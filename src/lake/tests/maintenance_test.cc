@@ -24,6 +24,7 @@
 #include "lake/tests/scratch_dirs.h"
 
 namespace sluice::lake {
+namespace maintenance_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -667,4 +668,5 @@ TEST_F(MaintenanceTest, AnAppendOnAStaleTableIsRebuiltWhenExpiryDeletedWhatItRea
 }
 
 }  // namespace
+}  // namespace maintenance_test
 }  // namespace sluice::lake

@@ -10,6 +10,7 @@
 #include <string>
 
 namespace sluice::lake {
+namespace manifest_test {
 namespace {
 
 using avro::Datum;
@@ -199,4 +200,5 @@ TEST(ManifestTest, PythonAvroReadsOurManifestAndList) {
 }
 
 }  // namespace
+}  // namespace manifest_test
 }  // namespace sluice::lake

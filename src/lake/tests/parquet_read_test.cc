@@ -12,6 +12,7 @@
 #include "lake/iceberg_json.h"
 
 namespace sluice::lake {
+namespace parquet_read_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -110,4 +111,5 @@ TEST_F(ParquetReadTest, QuotesPathsAndNames) {
 }
 
 }  // namespace
+}  // namespace parquet_read_test
 }  // namespace sluice::lake

@@ -15,6 +15,7 @@
 #include "lake/table_files.h"
 
 namespace sluice::lake {
+namespace rest_catalog_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -667,4 +668,5 @@ TEST(PercentDecodeTest, DecodesAndRefusesBadEscapes) {
 }
 
 }  // namespace
+}  // namespace rest_catalog_test
 }  // namespace sluice::lake

@@ -20,6 +20,7 @@
 #include "lake/table.h"
 
 namespace sluice::lake {
+namespace rest_client_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -431,4 +432,5 @@ TEST(RestCatalogConfigTest, TheCatalogSectionOfServesConfig) {
 }
 
 }  // namespace
+}  // namespace rest_client_test
 }  // namespace sluice::lake

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace sluice::lake {
+namespace single_value_test {
 namespace {
 
 Type T(TypeId id) { return Type::Primitive(id); }
@@ -123,4 +124,5 @@ TEST(SingleValueTest, CalendarHelpers) {
 }
 
 }  // namespace
+}  // namespace single_value_test
 }  // namespace sluice::lake

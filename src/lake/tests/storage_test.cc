@@ -18,6 +18,7 @@
 #include "lake/table_files.h"
 
 namespace sluice::lake {
+namespace storage_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -372,4 +373,5 @@ TEST(ObjectCache, ADirectoryLeftByAProcessGoneIsRemovedAndOursAtTheEnd) {
 }
 
 }  // namespace
+}  // namespace storage_test
 }  // namespace sluice::lake

@@ -14,6 +14,7 @@
 #include "lake/tests/scratch_dirs.h"
 
 namespace sluice::lake {
+namespace table_files_test {
 namespace {
 
 constexpr std::string_view kScratch = "sluice_table_files";
@@ -116,4 +117,5 @@ TEST(TableFilesTest, LocationsAreLocalPathsOnly) {
 }
 
 }  // namespace
+}  // namespace table_files_test
 }  // namespace sluice::lake

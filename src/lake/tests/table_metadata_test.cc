@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace sluice::lake {
+namespace table_metadata_test {
 namespace {
 
 // A v2 table as Spark writes one (hand-written from the spec's examples): two snapshots,
@@ -380,4 +381,5 @@ TEST(NewTableTest, RejectsBadSpecs) {
 }
 
 }  // namespace
+}  // namespace table_metadata_test
 }  // namespace sluice::lake

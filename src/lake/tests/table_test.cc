@@ -12,6 +12,7 @@
 #include "lake/tests/scratch_dirs.h"
 
 namespace sluice::lake {
+namespace table_test {
 namespace {
 
 constexpr std::string_view kScratch = "sluice_table";
@@ -183,4 +184,5 @@ TEST(TableTest, CorruptMetadataAndManifestsAreNamedNotHalfRead) {
 }
 
 }  // namespace
+}  // namespace table_test
 }  // namespace sluice::lake

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace sluice::lake {
+namespace table_update_test {
 namespace {
 
 // What a REST client (Java's RESTSessionCatalog, PyIceberg) sends to create a table in a
@@ -322,4 +323,5 @@ TEST(TableUpdateTest, WireFormRoundTrips) {
 }
 
 }  // namespace
+}  // namespace table_update_test
 }  // namespace sluice::lake

@@ -5,6 +5,7 @@
 #include <cstring>
 
 namespace sluice::lake {
+namespace transforms_test {
 namespace {
 
 Type T(TypeId id) { return Type::Primitive(id); }
@@ -180,4 +181,5 @@ TEST(TransformTest, NullInNullOutAndVoid) {
 }
 
 }  // namespace
+}  // namespace transforms_test
 }  // namespace sluice::lake

@@ -24,6 +24,7 @@ using testing::FakeSinkState;
 using testing::FakeSource;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 
 constexpr std::string_view kNoopSink = "  sink:\n    type: noop";
 
@@ -179,6 +180,42 @@ TEST(RunnerLoopTest, RowsTheSinkRefusesGoToTheDlqAndAreCommittedPast) {
   EXPECT_THAT(h.dlq.durable[0], HasSubstr(R"("phase":"sink")"));
   EXPECT_THAT(h.dlq.durable[0], HasSubstr("fake sink: refused"));
   EXPECT_EQ(h.group.committed.at({"in", 0}), 4);
+}
+
+// The defect console_api_test met: a batch whose every message failed to decode ran the
+// handler over a table with only the kafka_ columns, and its messages were dead-lettered a
+// second time as the handler's (Binder Error) failure.
+TEST(RunnerLoopTest, BatchOfOnlyUndecodableMessagesIsNotRunThroughTheHandler) {
+  Harness h;
+  // Batches of two: the second has no message that decodes.
+  h.partitions[0] = {R"({"id":0})", R"({"id":1})", "not json {", "also not json"};
+  ASSERT_NO_FATAL_FAILURE(h.Make(Pipeline(2, kDlq, kSelectId)));
+  ASSERT_TRUE(h.runner->Run().ok());
+  EXPECT_THAT(h.sink.durable, ElementsAre(R"({"id":0.0})", R"({"id":1.0})"));
+  ASSERT_EQ(h.dlq.durable.size(), 2u);
+  for (const std::string& letter : h.dlq.durable) {
+    EXPECT_THAT(letter, HasSubstr(R"("phase":"decode")"));
+    EXPECT_THAT(letter, Not(HasSubstr("Binder Error")));
+  }
+  EXPECT_EQ(h.group.committed.at({"in", 0}), 4);
+  EXPECT_EQ(h.runner->stats().errors.load(), 2u);
+}
+
+// A batch whose handler fails dead-letters the messages that decoded; those that did not
+// have their decode letter already and get no second one.
+TEST(RunnerLoopTest, HandlerFailureDeadLettersOnlyTheMessagesThatDecoded) {
+  Harness h;
+  h.partitions[0] = {R"({"other":1})", "not json {"};
+  ASSERT_NO_FATAL_FAILURE(h.Make(Pipeline(2, kDlq, "SELECT id FROM batch")));
+  ASSERT_TRUE(h.runner->Run().ok());
+  EXPECT_THAT(h.sink.durable, IsEmpty());
+  ASSERT_EQ(h.dlq.durable.size(), 2u);
+  EXPECT_THAT(h.dlq.durable[0], HasSubstr(R"("phase":"decode")"));
+  EXPECT_THAT(h.dlq.durable[0], HasSubstr("offset 1"));
+  EXPECT_THAT(h.dlq.durable[1], HasSubstr(R"("phase":"handler")"));
+  EXPECT_THAT(h.dlq.durable[1], HasSubstr(R"("offset":0)"));
+  EXPECT_EQ(h.group.committed.at({"in", 0}), 2);
+  EXPECT_EQ(h.runner->stats().errors.load(), 2u);
 }
 
 TEST(RunnerLoopTest, DeferringSinkCommitsTheGroupOnlyAfterItsOwnCommit) {

@@ -89,6 +89,29 @@ TEST(RunnerTest, ResultFollowsTheInferredSchemaFromBatchToBatch) {
   EXPECT_THAT(Feed(*r, {R"({"a":3})"}), ElementsAre(R"({"a":3.0,"kafka_offset":0})"));
 }
 
+// A fixture none of whose lines decodes: its decode errors, and no handler error from SQL
+// over a batch that has only the kafka_ columns.
+TEST(RunnerTest, FixtureOfOnlyUndecodableLinesGivesItsDecodeErrorsOnly) {
+  auto r = Make("handlers.InferredMemBatch", "SELECT id FROM batch");
+  ASSERT_NE(r, nullptr);
+  EXPECT_THAT(Feed(*r, {R"({"id":1})"}), ElementsAre(R"({"id":1.0})"));
+  std::vector<kafka::client::Message> messages(2);
+  const std::string bad[] = {"not json {", "nor this"};
+  for (int i = 0; i < 2; ++i) {
+    messages[i].topic = "in";
+    messages[i].partition = 0;
+    messages[i].offset = i;
+    messages[i].value = bad[i];
+  }
+  std::vector<std::string> errors;
+  auto rows = r->Invoke(messages, &errors);
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  EXPECT_TRUE(rows->empty());
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_THAT(errors[0], HasSubstr("message 1"));
+  EXPECT_THAT(errors[1], HasSubstr("message 2"));
+}
+
 TEST(RunnerTest, ResultTypesWithParametersAreKept) {
   auto r = Make("handlers.InferredMemBatch",
                 "SELECT a::DECIMAL(10,2) AS d, a::VARCHAR::mood_free AS m FROM batch");

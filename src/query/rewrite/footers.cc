@@ -144,8 +144,10 @@ Result<std::optional<ParquetRef>> ReadParquetRef(duck::Connection& conn,
 // row. q2's p.category is bounded by the 50,000 products, q4's customer_id by its range.
 Result<std::optional<int64_t>> FooterKeyBound(duck::Connection& conn, const sql_tree::SqlTree& tree,
                                               const Json& n, const std::vector<Json>& keys,
-                                              const std::vector<Column>& key_cols) {
+                                              const std::vector<Column>& key_cols,
+                                              std::optional<KeyRange>* key_range) {
   const std::optional<int64_t> none;
+  if (key_range != nullptr) key_range->reset();
   std::vector<const Json*> refs;
   bool simple_from = true;
   std::function<void(const Json&)> collect = [&](const Json& r) {
@@ -240,7 +242,9 @@ Result<std::optional<int64_t>> FooterKeyBound(duck::Connection& conn, const sql_
                           "min(TRY_CAST(m.stats_min_value AS HUGEINT)) + 2)::VARCHAR, "
                           "count(DISTINCT m.file_name), count(*) FILTER (WHERE "
                           "TRY_CAST(m.stats_min_value AS HUGEINT) IS NULL OR "
-                          "TRY_CAST(m.stats_max_value AS HUGEINT) IS NULL) "
+                          "TRY_CAST(m.stats_max_value AS HUGEINT) IS NULL), "
+                          "min(TRY_CAST(m.stats_min_value AS BIGINT))::VARCHAR, "
+                          "max(TRY_CAST(m.stats_max_value AS BIGINT))::VARCHAR "
                           "FROM parquet_metadata({0}) m JOIN s ON m.file_name = s.file_name AND "
                           "m.path_in_schema = s.name",
                           scan->files, scan->ColumnMatch(*column)),
@@ -258,6 +262,12 @@ Result<std::optional<int64_t>> FooterKeyBound(duck::Connection& conn, const sql_
         break;
       }
       range = times(*range, std::atoll(width.c_str()));
+      // The bounds as BIGINTs when they are the same bounds (none beyond BIGINT).
+      if (key_range != nullptr && keys.size() == 1 && used.size() == 1 && stats[0].size() == 5 &&
+          stats[0][3] && stats[0][4]) {
+        const KeyRange r{std::atoll(stats[0][3]->c_str()), std::atoll(stats[0][4]->c_str())};
+        if (static_cast<__int128>(r.hi) - r.lo + 2 == std::atoll(width.c_str())) *key_range = r;
+      }
     }
     bound = times(bound, range ? std::min(*range, ref_rows) : ref_rows);
   }
@@ -305,6 +315,14 @@ Result<std::optional<FooterColumns>> FooterColumnStats(duck::Connection& conn,
         OrdinalExpr(types[i].type, fmt::format("TRY_CAST(m.stats_min_value AS {})", types[i].type));
     std::string ord_max =
         OrdinalExpr(types[i].type, fmt::format("TRY_CAST(m.stats_max_value AS {})", types[i].type));
+    if (IsScaledFloat(types[i].type)) {
+      // A DOUBLE or FLOAT: its bounds in hundredths, rounded outwards (D25). A bound that is
+      // NaN, infinite or beyond BIGINT does not cast: the column is not answered.
+      ord_min = fmt::format("TRY_CAST(floor(TRY_CAST(m.stats_min_value AS DOUBLE) * {}) AS BIGINT)",
+                            kDoubleScale);
+      ord_max = fmt::format("TRY_CAST(ceil(TRY_CAST(m.stats_max_value AS DOUBLE) * {}) AS BIGINT)",
+                            kDoubleScale);
+    }
     if (!column || ord_min.empty()) continue;
     size_t k = wanted.size();
     wanted.push_back(fmt::format("({}, {})", k, duck::QuoteLiteral(*column)));

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 
 #include "query/rewrite/key_packing.h"
 #include "query/rewrite/planner.h"
@@ -15,6 +16,7 @@
 namespace sluice::query::rewrite {
 
 Result<Plan> Planner::TryGroupBy(Candidate& c) {
+  assumed_ = false;  // nothing assumed here (D25 is the latest row's)
   Json& n = *c.node;
   if (!n.contains("group_expressions") || n["group_expressions"].empty())
     return NotApplicable("no GROUP BY");
@@ -81,15 +83,17 @@ Result<Plan> Planner::TryGroupBy(Candidate& c) {
   // neither EXPLAIN nor a probe is needed. A failed footer read only means no bound; an
   // interrupt is the user's.
   std::optional<int64_t> key_bound;
-  if (options_.force_parts == 0) {
-    Result<std::optional<int64_t>> bound = FooterKeyBound(conn_, tree_, n, keys, key_cols);
+  std::optional<KeyRange> key_range;
+  {
+    Result<std::optional<int64_t>> bound =
+        FooterKeyBound(conn_, tree_, n, keys, key_cols, &key_range);
     if (!bound.ok()) {
       StatusCode code = bound.status().code();
       if (code == StatusCode::kAborted || code == StatusCode::kResourceExhausted)
         return bound.status();
       bound = std::optional<int64_t>();
     }
-    if (*bound && fits_whole(**bound)) {
+    if (*bound && fits_whole(**bound) && options_.force_parts == 0) {
       return NotApplicable(
           "at most {} groups (the keys' tables' rows and ranges): they fit in memory", **bound);
     }
@@ -168,7 +172,27 @@ Result<Plan> Planner::TryGroupBy(Candidate& c) {
   if (parts <= 1 && options_.force_parts == 0)
     return NotApplicable("~{} groups fit in memory: DuckDB's own plan", groups);
 
-  // Each part: the group-by with "hash(keys) % N = i" added to its WHERE.
+  // Each part: the group-by with "hash(keys) % N = i" added to its WHERE, or its share of
+  // an integer key's range (D26).
+  const std::optional<KeyRange> ranges = RangeParts(key_range, parts, per_group);
+  std::vector<Json> range_conds;
+  for (int i = 0; ranges && i < parts; ++i) {
+    ASSIGN_OR_RETURN(Json rc, ParseExpr(conn_, PartCondition("__sluice_rk", ranges, parts, i)));
+    Json key = keys[0];
+    key["alias"] = "";
+    std::function<void(Json&)> put_key = [&](Json& e) {
+      if (e.is_object() && Str(e, "class") == "COLUMN_REF" && e["column_names"].size() == 1 &&
+          e["column_names"][0] == "__sluice_rk") {
+        e = key;
+        return;
+      }
+      if (e.is_structured()) {
+        for (Json& child : e) put_key(child);
+      }
+    };
+    put_key(rc);
+    range_conds.push_back(std::move(rc));
+  }
   ASSIGN_OR_RETURN(Json cond, ParseExpr(conn_, "hash(1) % 2 = 3"));
   Json& hash_call = cond["left"]["children"][0];
   hash_call["children"] = Json::array();
@@ -184,6 +208,7 @@ Result<Plan> Planner::TryGroupBy(Candidate& c) {
     Json part = n;
     Json ci = cond;
     ci["right"]["value"]["value"] = i;
+    if (ranges) ci = range_conds[i];
     if (IsNullOrMissing(part, "where_clause")) {
       part["where_clause"] = ci;
     } else {
@@ -198,6 +223,8 @@ Result<Plan> Planner::TryGroupBy(Candidate& c) {
   std::string how =
       fmt::format("group-by: {} rows (estimate {}), ~{} groups by {}, {} B/group -> {} parts", rows,
                   est_rows, groups, counted_by, per_group, parts);
+  if (ranges)
+    how += fmt::format("; parts by ranges of the key from {} to {}", ranges->lo, ranges->hi);
   return Finish(
       c, RewriteKind::kGroupBy, parts, [&](int i) { return part_sqls[i]; }, how);
 }

@@ -146,6 +146,19 @@ PackedField AllNullField(const std::string& col, const std::string& type) {
   return f;
 }
 
+bool IsScaledFloat(const std::string& type) { return type == "DOUBLE" || type == "FLOAT"; }
+
+std::string Scaled(const std::string& type, const std::string& q) {
+  // A FLOAT is widened first: FLOAT * 100 would round in single precision.
+  if (type == "FLOAT") return fmt::format("round(CAST({} AS DOUBLE) * {})", q, kDoubleScale);
+  return fmt::format("round({} * {})", q, kDoubleScale);
+}
+
+std::string ScaledBack(const std::string& type, const std::string& scaled) {
+  if (type == "FLOAT") return fmt::format("CAST({} / {} AS FLOAT)", scaled, kDoubleScale);
+  return fmt::format("({} / {})", scaled, kDoubleScale);
+}
+
 namespace {
 
 std::optional<int64_t> IntegralDouble(const std::optional<std::string>& v) {
@@ -165,7 +178,7 @@ std::optional<PackedField> ExactField(const Column& col,
                                       const std::vector<std::optional<std::string>>& s, size_t at,
                                       int64_t rows) {
   std::string q = Quote(col.name);
-  if (col.type != "DOUBLE") {
+  if (!IsScaledFloat(col.type)) {
     if (!s[at + 2] || !s[at + 3]) return std::nullopt;
     int64_t non_null = std::atoll(s[at + 2]->c_str());
     if (non_null == 0) return AllNullField(q, col.type);
@@ -181,21 +194,21 @@ std::optional<PackedField> ExactField(const Column& col,
   std::optional<int64_t> lo = IntegralDouble(s[at + 2]);
   std::optional<int64_t> hi = IntegralDouble(s[at + 3]);
   if (!lo || !hi || !s[at + 4] || std::atoll(s[at + 4]->c_str()) != non_null) return std::nullopt;
-  std::string p = kDoubleScale;
-  std::string scaled = fmt::format("round({} * {})", q, p);
+  std::string scaled = Scaled(col.type, q);
   bool has_null = non_null < rows;
   PackedField f;
   __int128 range = static_cast<__int128>(*hi) - *lo;
   while ((static_cast<__int128>(1) << f.width) <= range + (has_null ? 1 : 0)) ++f.width;
-  std::string exact = fmt::format(
-      "{1} BETWEEN {2} AND {3} AND {1} / {4} = {0} AND ({0} <> 0 OR atan2({0}, -1) > 0)", q, scaled,
-      *lo, *hi, p);
+  std::string exact =
+      fmt::format("{1} BETWEEN {2} AND {3} AND {4} = {0} AND ({0} <> 0 OR atan2({0}, -1) > 0)", q,
+                  scaled, *lo, *hi, ScaledBack(col.type, scaled));
   f.guard = has_null ? fmt::format("({} IS NULL OR ({}))", q, exact) : fmt::format("({})", exact);
   std::string value = fmt::format("(CAST({} AS BIGINT) - {})", scaled, *lo);
   f.code = has_null ? fmt::format("coalesce({}, {})", value, Int128ToString(range + 1)) : value;
   int64_t low = *lo;
+  std::string type = col.type;
   f.decode = [=](const std::string& code) {
-    std::string v = fmt::format("(CAST({} + {} AS DOUBLE) / {})", low, code, p);
+    std::string v = ScaledBack(type, fmt::format("CAST({} + {} AS DOUBLE)", low, code));
     if (!has_null) return v;
     return fmt::format("CASE WHEN {} = {} THEN NULL ELSE {} END", code, Int128ToString(range + 1),
                        v);

@@ -32,9 +32,16 @@ std::string DecodeOrdinal(const std::string& type, const std::string& e);
 // kept columns collide with probability 2^-48.
 constexpr int kMinTieHashBits = 48;
 
-// A DOUBLE tie-breaking column is packed as its value in hundredths (money, two decimals)
-// when that is exact. One scale: each costs a third of the statistics scan's time.
+// A DOUBLE or FLOAT tie-breaking column is packed as its value in hundredths (money, two
+// decimals) when that is exact. One scale: each costs a third of the statistics scan's time.
 constexpr const char* kDoubleScale = "100";
+
+// DOUBLE and FLOAT: packed by their value in hundredths (ExactField), not by an ordinal.
+bool IsScaledFloat(const std::string& type);
+// The column `q` of such a type in hundredths, rounded (a DOUBLE); and a DOUBLE `scaled`
+// back as a value of the type. A value packs exactly when ScaledBack(Scaled(q)) = q.
+std::string Scaled(const std::string& type, const std::string& q);
+std::string ScaledBack(const std::string& type, const std::string& scaled);
 
 // One field of a packed key: a non-negative code below 2^width, placed at `shift`. The key
 // is computed only where every field's guard holds (one CASE per row, not one per field:
@@ -58,8 +65,8 @@ PackedField OrdinalField(const std::string& col, const std::string& ord, const s
 PackedField AllNullField(const std::string& col, const std::string& type);
 
 // A tie-breaking column packed exactly (D14), from its statistics starting at `at`, or
-// nullopt. Integer-like columns by their ordinal; a DOUBLE by its value in hundredths when
-// every value comes back exactly from that integer (and none is -0.0, NaN or infinite).
+// nullopt. Integer-like columns by their ordinal; a DOUBLE or FLOAT by its value in hundredths
+// when every value comes back exactly from that integer (and none is -0.0, NaN or infinite).
 std::optional<PackedField> ExactField(const Column& col,
                                       const std::vector<std::optional<std::string>>& s, size_t at,
                                       int64_t rows);

@@ -169,6 +169,8 @@ Result<Planner::WindowMatch> Planner::MatchWindow(const Candidate& c) const {
 }
 
 Result<Plan> Planner::TryLatestRow(Candidate& c) {
+  assumed_ = false;
+  key_range_.reset();
   Json& n = *c.node;
   if (!n.contains("select_list")) return NotApplicable("not a SELECT");
   ASSIGN_OR_RETURN(WindowMatch m, MatchWindow(c));
@@ -349,16 +351,16 @@ Result<Plan> Planner::TryLatestRow(Candidate& c) {
       for (const char* f : {"min({0})", "max({0})", "count({1})", "count({0})"}) {
         stat_exprs.push_back(fmt::format(fmt::runtime(f), ord, q));
       }
-    } else if (col.type == "DOUBLE") {
+    } else if (IsScaledFloat(col.type)) {
       exact_at[t] = stat_exprs.size();
       stat_exprs.push_back(fmt::format("count({})", q));
       // atan2(-0.0, -1) is -pi: a negative minimum says some zero is -0.0.
       stat_exprs.push_back(fmt::format("min(CASE WHEN {0} = 0 THEN atan2({0}, -1) END)", q));
-      std::string scaled = fmt::format("round({} * {})", q, kDoubleScale);
+      std::string scaled = Scaled(col.type, q);
       stat_exprs.push_back(fmt::format("min({})", scaled));
       stat_exprs.push_back(fmt::format("max({})", scaled));
       stat_exprs.push_back(
-          fmt::format("count(*) FILTER (WHERE {} / {} = {})", scaled, kDoubleScale, q));
+          fmt::format("count(*) FILTER (WHERE {} = {})", ScaledBack(col.type, scaled), q));
     }
   }
   // The same statistics from the Parquet footers when they answer every order key (D21):
@@ -451,7 +453,10 @@ Result<Plan> Planner::TryLatestRow(Candidate& c) {
     for (PackedField& f : exact_fields) fields.push_back(&f);
     std::vector<std::string> tb;
     for (const Column& col : hashed) tb.push_back(Quote(col.name));
-    key_expr = PackedKey(fields, fmt::format("hash({})", fmt::join(tb, ", ")), hash_bits, kChanged);
+    // A guard that fails under an assumption sends the caller back to plan without it (D25).
+    const std::string changed =
+        assumed_ ? fmt::format("error({})", duck::QuoteLiteral(kAssumptionFailed)) : kChanged;
+    key_expr = PackedKey(fields, fmt::format("hash({})", fmt::join(tb, ", ")), hash_bits, changed);
     bool uses_min = false;
     auto from_key = [&](const PackedField& f) {
       uses_min = true;
@@ -556,9 +561,11 @@ Result<Plan> Planner::TryLatestRow(Candidate& c) {
   }
   if (select_cols.empty())
     select_cols.push_back("1 AS __sluice_one");  // nothing read: only the row count
+  // Parts by ranges of an integer key where its footers bound it (D26), else by its hash.
+  const std::optional<KeyRange> ranges = RangeParts(key_range_, parts, per_group);
   auto part_sql = [&](int i) {
     std::string where =
-        parts > 1 ? fmt::format(" WHERE hash({}) % {} = {}", key_list, parts, i) : "";
+        parts > 1 ? fmt::format(" WHERE {}", PartCondition(key_list, ranges, parts, i)) : "";
     return fmt::format(
         "SELECT {} FROM (SELECT {}, {} FROM (SELECT *, {} AS __sluice_key FROM ({}) AS "
         "__sluice_in{}) GROUP BY {}) "
@@ -583,6 +590,12 @@ Result<Plan> Planner::TryLatestRow(Candidate& c) {
       !footer_row_used ? "scanned"
       : keys_counted   ? "from the Parquet footers, the keys scanned"
                        : "from the Parquet footers");
+  if (ranges)
+    how += fmt::format("; parts by ranges of the key from {} to {}", ranges->lo, ranges->hi);
+  if (assumed_) {
+    how += fmt::format("; the DOUBLE/FLOAT kept columns' exactness assumed from the first {} rows",
+                       options_.probe_rows);
+  }
   return Finish(c, RewriteKind::kLatestRow, parts, part_sql, how);
 }
 
@@ -622,7 +635,8 @@ Result<std::optional<std::vector<std::optional<std::string>>>> Planner::FooterSt
   // the keys counted) pay for themselves over the parts' passes. The size per key is the
   // most the plan can need: every tie-breaking column carried by arg_min_null.
   std::vector<Json> keys(w["partitions"].begin(), w["partitions"].end());
-  ASSIGN_OR_RETURN(std::optional<int64_t> bound, FooterKeyBound(conn_, tree_, n, keys, key_cols));
+  ASSIGN_OR_RETURN(std::optional<int64_t> bound,
+                   FooterKeyBound(conn_, tree_, n, keys, key_cols, &key_range_));
   if (!bound) return none;
   const int64_t per_aggregate = packable ? 24 : 56;  // a HUGEINT or a sort key, and a flag
   int64_t most_per_key = 96 + per_aggregate;
@@ -637,9 +651,13 @@ Result<std::optional<std::vector<std::optional<std::string>>>> Planner::FooterSt
     exprs.push_back(&w["orders"][j]["expression"]);
     types.push_back(order_cols[j]);
   }
+  // A DOUBLE or FLOAT tie-breaking column's bounds too, when its exactness may be assumed
+  // from the first rows instead of scanned (D25: only with several parts, where the scan is
+  // a pass of its own).
+  const bool assume_floats = several && options_.assume;
   std::vector<size_t> tie_at(tiebreak.size(), SIZE_MAX);  // index in exprs
   for (size_t t = 0; t < tiebreak.size(); ++t) {
-    if (exact_at[t] == 0 || tiebreak[t].type == "DOUBLE") continue;
+    if (exact_at[t] == 0 || (IsScaledFloat(tiebreak[t].type) && !assume_floats)) continue;
     if (const Json* e = output_expr(tiebreak[t].name)) {
       tie_at[t] = exprs.size();
       exprs.push_back(e);
@@ -676,11 +694,47 @@ Result<std::optional<std::vector<std::optional<std::string>>>> Planner::FooterSt
       into.emplace_back(1, narrow.size());
       narrow.push_back(stat_exprs[1]);
     }
+    // A DOUBLE or FLOAT column is probed in the first rows when the footers bound it (D25),
+    // else scanned with the keys.
+    std::vector<std::string> probed;
+    std::vector<std::pair<size_t, size_t>> probed_into;
     for (size_t t = 0; t < tiebreak.size(); ++t) {
-      if (exact_at[t] == 0 || tiebreak[t].type != "DOUBLE") continue;
+      if (exact_at[t] == 0 || !IsScaledFloat(tiebreak[t].type)) continue;
+      const bool bounded = tie_at[t] != SIZE_MAX && footers->columns[tie_at[t]];
       for (size_t f = 0; f < 5; ++f) {
-        into.emplace_back(exact_at[t] + f, narrow.size());
-        narrow.push_back(stat_exprs[exact_at[t] + f]);
+        (bounded ? probed_into : into)
+            .emplace_back(exact_at[t] + f, (bounded ? probed : narrow).size());
+        (bounded ? probed : narrow).push_back(stat_exprs[exact_at[t] + f]);
+      }
+    }
+    if (!probed.empty()) {
+      ASSIGN_OR_RETURN(
+          auto first, Ask(conn_,
+                          fmt::format("SELECT {} FROM (SELECT * FROM ({}) AS __sluice_in LIMIT {}) "
+                                      "AS __sluice_first",
+                                      fmt::join(probed, ", "), input_sql, options_.probe_rows),
+                          "probe of the first rows"));
+      if (first.size() != 1 || first[0].size() != probed.size()) return none;
+      for (size_t k = 0; k < probed_into.size(); k += 5) {
+        const size_t at = probed_into[k].first;
+        const auto& p = first[0];
+        const size_t col = probed_into[k].second;
+        // Every value of the first rows exact and none -0.0: assumed of all (the footers'
+        // bounds in hundredths are the field's range).
+        const bool exact = p[col] && p[col + 4] && *p[col] == *p[col + 4] &&
+                           !(p[col + 1] && std::strtod(p[col + 1]->c_str(), nullptr) < 0);
+        size_t t = 0;
+        while (exact_at[t] != at) ++t;
+        const FooterColumn& f = *footers->columns[tie_at[t]];
+        const int64_t non_null = f.lo ? rows - f.nulls : 0;
+        row[at] = std::to_string(non_null);
+        row[at + 1] = std::nullopt;
+        if (f.lo) {
+          row[at + 2] = std::to_string(*f.lo);
+          row[at + 3] = std::to_string(*f.hi);
+        }
+        row[at + 4] = exact ? std::to_string(non_null) : "-1";
+        assumed_ |= exact && non_null > 0;
       }
     }
     if (!narrow.empty()) {
@@ -704,9 +758,10 @@ Result<std::optional<std::vector<std::optional<std::string>>>> Planner::FooterSt
   };
   for (size_t j = 0; j < norders; ++j) fill(order_at[j], *footers->columns[j]);
   for (size_t t = 0; t < tiebreak.size(); ++t) {
+    if (IsScaledFloat(tiebreak[t].type) && several && exact_at[t] != 0) continue;  // above
     if (tie_at[t] != SIZE_MAX && footers->columns[tie_at[t]]) {
       fill(exact_at[t], *footers->columns[tie_at[t]]);
-    } else if (!(several && exact_at[t] != 0 && tiebreak[t].type == "DOUBLE")) {
+    } else {
       exact_at[t] = 0;  // hashed
     }
   }

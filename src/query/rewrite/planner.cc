@@ -6,10 +6,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "query/rewrite/key_packing.h"
 
 namespace sluice::query::rewrite {
 
@@ -106,6 +109,31 @@ int Planner::PartsFor(int64_t groups, int64_t per_group) const {
   return std::clamp(parts, 1, options_.max_parts);
 }
 
+std::optional<KeyRange> Planner::RangeParts(const std::optional<KeyRange>& range, int parts,
+                                            int64_t per_key) const {
+  if (!options_.range_parts || !range || parts <= 1 || range->hi < range->lo) return std::nullopt;
+  const __int128 width = static_cast<__int128>(range->hi) - range->lo + 1;
+  if (width > std::numeric_limits<int64_t>::max()) return std::nullopt;
+  // PartsFor is capped at max_parts: at the cap it no longer says the range fits.
+  if (options_.force_parts == 0 &&
+      (parts >= options_.max_parts || PartsFor(static_cast<int64_t>(width), per_key) > parts))
+    return std::nullopt;
+  return range;
+}
+
+std::string PartCondition(const std::string& key, const std::optional<KeyRange>& range, int parts,
+                          int i) {
+  if (!range) return fmt::format("hash({}) % {} = {}", key, parts, i);
+  // Equal ranges of the footers' bounds; the first takes NULL and everything below, the
+  // last everything above (a file written after planning still lands in one part).
+  const __int128 width = static_cast<__int128>(range->hi) - range->lo + 1;
+  const __int128 step = (width + parts - 1) / parts;
+  auto bound = [&](int j) { return Int128ToString(range->lo + (j + 1) * step - 1); };
+  if (i == 0) return fmt::format("({0} IS NULL OR {0} <= {1})", key, bound(0));
+  if (i == parts - 1) return fmt::format("{} > {}", key, bound(parts - 2));
+  return fmt::format("({0} > {1} AND {0} <= {2})", key, bound(i - 1), bound(i));
+}
+
 Status Planner::LoadCatalogueOnce() {
   if (!cat_loaded_) {
     ASSIGN_OR_RETURN(cat_, LoadCatalogue(conn_, options_.user_functions));
@@ -120,6 +148,7 @@ Result<Plan> Planner::Finish(Candidate& c, RewriteKind kind, int parts, const Pa
   plan.kind = kind;
   plan.parts = parts;
   plan.explanation = how;
+  plan.assumed = assumed_;
   Json column_aliases = c.slot ? (*c.slot)["column_name_alias"] : Json::array();
   if (column_aliases.is_null()) column_aliases = Json::array();
   Json ref;

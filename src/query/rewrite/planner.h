@@ -17,6 +17,11 @@ namespace sluice::query::rewrite {
 
 // Lifecycle: one per PlanRewrite call, on the caller's thread. `tree` (not changed: the
 // planner works on its own copy) and `options` must outlive it.
+// The condition (SQL) that puts a row with key `key` into part `i` of `parts`: its
+// `hash(key) % parts = i`, or with a range (Planner::RangeParts) its share of the range.
+std::string PartCondition(const std::string& key, const std::optional<KeyRange>& range, int parts,
+                          int i);
+
 class Planner {
  public:
   Planner(duck::Connection& conn, const RewriteOptions& options, const sql_tree::SqlTree& tree)
@@ -77,6 +82,11 @@ class Planner {
   // it came from dropped when nothing else references it.
   Result<std::string> RenderFinal(const Candidate& c);
   int PartsFor(int64_t groups, int64_t per_group) const;
+  // D26: `parts` parts by ranges of a single integer key (bounds from its footers) rather
+  // than by its hash, when the range's every value as a key would need no more parts: no
+  // part then holds more keys than planned, whatever the keys. nullopt: by hash.
+  std::optional<KeyRange> RangeParts(const std::optional<KeyRange>& range, int parts,
+                                     int64_t per_key) const;
   Status LoadCatalogueOnce();
   // The steps into a temp table and the final SELECT: the query with the rewritten node's
   // table ref (or the whole query) replaced by the temp table.
@@ -93,6 +103,10 @@ class Planner {
   Json root_doc_;  // a copy of tree_'s document, changed by the rewrite
   Catalogue cat_;
   bool cat_loaded_ = false;
+  // The latest-row plan being made assumes what the first rows showed (D25).
+  bool assumed_ = false;
+  // Its single integer key's bounds in the footers (D26).
+  std::optional<KeyRange> key_range_;
 };
 
 }  // namespace sluice::query::rewrite

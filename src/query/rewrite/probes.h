@@ -125,11 +125,17 @@ Result<std::optional<FooterColumns>> FooterColumnStats(duck::Connection& conn,
                                                        const std::vector<const Json*>& exprs,
                                                        const std::vector<Column>& types);
 
+// The least and greatest value of an integer key in the footers.
+struct KeyRange {
+  int64_t lo = 0, hi = 0;
+};
 // An upper bound on a group-by's groups from where its keys come from, or nullopt (D18;
 // footers.cc). `n` is the group-by's node in `tree`, `keys` its keys as expressions over
-// its input and `key_cols` their types.
+// its input and `key_cols` their types. With `range`, a single key that is a bare integer
+// column of the only ref gets its bounds there (D26), else nullopt.
 Result<std::optional<int64_t>> FooterKeyBound(duck::Connection& conn, const sql_tree::SqlTree& tree,
                                               const Json& n, const std::vector<Json>& keys,
-                                              const std::vector<Column>& key_cols);
+                                              const std::vector<Column>& key_cols,
+                                              std::optional<KeyRange>* range = nullptr);
 
 }  // namespace sluice::query::rewrite

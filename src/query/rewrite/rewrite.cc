@@ -77,6 +77,14 @@ Result<std::optional<Plan>> PlanRewrite(duck::Connection& conn, const sql_tree::
     plan =
         NotApplicable("unexpected parse tree from DuckDB {}: {}", duck::LibraryVersion(), e.what());
   }
+  // An assumption (D25) is only for steps, where a failure lets the caller plan again; a
+  // plan that ended as one inline part (the keys counted fewer than the footers' bound)
+  // would fail in the answer's own query instead: planned again without it.
+  if (plan.ok() && plan->assumed && plan->steps.empty()) {
+    RewriteOptions again = options;
+    again.assume = false;
+    return PlanRewrite(conn, tree, sql, again, why_not);
+  }
   if (plan.ok()) {
     // The answer's columns keep the query's names: the parts' aggregates are renamed
     // (`count(*)` becomes `CAST(sum(__sluice_a0) AS BIGINT)`), and a client reading
@@ -147,6 +155,10 @@ Status RunCleanup(duck::Connection& conn, const Plan& plan) {
     if (!st.ok() && first.ok()) first = st;
   }
   return first;
+}
+
+bool AssumptionFailed(const Status& st) {
+  return !st.ok() && st.message().find(kAssumptionFailed) != std::string_view::npos;
 }
 
 Result<std::string> RunSteps(duck::Connection& conn, const Plan& plan) {

@@ -52,6 +52,15 @@ struct RewriteOptions {
   // replace or drop one has run, so each connection has only what the caller installed
   // itself. They are then read once (~15 ms a read). Null reads them at every plan (D16).
   UserFunctionCache* user_functions = nullptr;
+  // What the first `probe_rows` input rows show may be assumed of every row where checking
+  // it would cost a pass over the input (D25): that a DOUBLE or FLOAT tie-breaking column
+  // packs exactly in hundredths, with several parts over Parquet files. Each row's guard
+  // checks it; a part where it fails stops with an error AssumptionFailed() recognises, and
+  // the caller plans again with `assume = false`.
+  bool assume = true;
+  int64_t probe_rows = 1'000'000;
+  // Parts by ranges of an integer key where its footers bound it (D26); false: by hash.
+  bool range_parts = true;
 };
 
 enum class RewriteKind { kLatestRow, kGroupBy };
@@ -69,7 +78,14 @@ struct Plan {
   std::vector<std::string> cleanup;
   // One line for logs and EXPLAIN: what was rewritten and why N.
   std::string explanation;
+  // Made with an assumption (RewriteOptions::assume): a step may fail with AssumptionFailed.
+  bool assumed = false;
 };
+
+// The error of a step whose input broke the plan's assumption: plan again without it.
+inline constexpr const char* kAssumptionFailed =
+    "sluice rewrite: a value broke the plan's assumption about its column";
+bool AssumptionFailed(const Status& st);
 
 // A Plan when `sql` (one SELECT statement) has a rewrite that applies, nullopt when it
 // passes through unchanged (also for SQL DuckDB cannot parse: DuckDB reports that when the

@@ -328,7 +328,7 @@ struct Step {
   std::vector<Fill> fills;             // record: target fields the writer lacks
 };
 
-std::vector<std::string> AliasesOf(const lake::avro::Attributes& attrs) {
+std::vector<std::string> ReaderAliasesOf(const lake::avro::Attributes& attrs) {
   std::vector<std::string> out;
   const std::string* text = lake::avro::FindAttribute(attrs, "aliases");
   if (text == nullptr) return out;
@@ -464,7 +464,7 @@ class Compiler {
       int wi = -1;
       if (rf != nullptr) {
         wi = w.FieldIndex(rf->name);
-        for (const std::string& a : AliasesOf(rf->attributes)) {
+        for (const std::string& a : ReaderAliasesOf(rf->attributes)) {
           if (wi < 0) wi = w.FieldIndex(a);
         }
       }

@@ -32,17 +32,17 @@ void WriteLong(int64_t v, std::string* out) {
   out->push_back(static_cast<char>(z));
 }
 
-struct Hugeint {
+struct HugeintWords {
   uint64_t lower;
   int64_t upper;
 };
-struct Interval {
+struct IntervalParts {
   int32_t months;
   int32_t days;
   int64_t micros;
 };
 
-__int128 FromHugeint(Hugeint h) {
+__int128 FromHugeint(HugeintWords h) {
   return static_cast<__int128>(
       (static_cast<unsigned __int128>(static_cast<uint64_t>(h.upper)) << 64) | h.lower);
 }
@@ -460,7 +460,7 @@ class AvroRowEncoder final : public RowEncoder {
       case Src::kDecimal64:
         return v.data<int64_t>()[row];
       default:
-        return FromHugeint(v.data<Hugeint>()[row]);
+        return FromHugeint(v.data<HugeintWords>()[row]);
     }
   }
 
@@ -539,10 +539,10 @@ class AvroRowEncoder final : public RowEncoder {
             WriteBytes(v.GetString(row), out);
             return Status::OK();
           case Src::kI128:
-            WriteBytes(Int128Text(FromHugeint(v.data<Hugeint>()[row])), out);
+            WriteBytes(Int128Text(FromHugeint(v.data<HugeintWords>()[row])), out);
             return Status::OK();
           case Src::kU128: {
-            Hugeint h = v.data<Hugeint>()[row];
+            HugeintWords h = v.data<HugeintWords>()[row];
             auto u =
                 (static_cast<unsigned __int128>(static_cast<uint64_t>(h.upper)) << 64) | h.lower;
             std::string d;
@@ -555,7 +555,7 @@ class AvroRowEncoder final : public RowEncoder {
             return Status::OK();
           }
           case Src::kUuid:
-            WriteBytes(UuidText(v.data<Hugeint>()[row]), out);
+            WriteBytes(UuidText(v.data<HugeintWords>()[row]), out);
             return Status::OK();
           default:
             WriteBytes(EnumText(s, v, row), out);
@@ -573,7 +573,7 @@ class AvroRowEncoder final : public RowEncoder {
           return WriteDecimal(s, x, out);
         }
         if (s.logical == Logical::kDuration) {
-          Interval iv = v.data<Interval>()[row];
+          IntervalParts iv = v.data<IntervalParts>()[row];
           if (iv.months < 0 || iv.days < 0 || iv.micros < 0 || iv.micros % 1000 != 0 ||
               iv.micros / 1000 > std::numeric_limits<uint32_t>::max()) {
             return Fail(s, "INTERVAL has no Avro duration (negative or below a millisecond)");
@@ -587,7 +587,7 @@ class AvroRowEncoder final : public RowEncoder {
           return Status::OK();
         }
         if (s.logical == Logical::kUuid) {
-          Hugeint h = v.data<Hugeint>()[row];
+          HugeintWords h = v.data<HugeintWords>()[row];
           uint64_t hi = static_cast<uint64_t>(h.upper) ^ (uint64_t{1} << 63);
           for (int i = 7; i >= 0; --i) out->push_back(static_cast<char>((hi >> (8 * i)) & 0xFF));
           for (int i = 7; i >= 0; --i)
@@ -677,7 +677,7 @@ class AvroRowEncoder final : public RowEncoder {
     return Status::OK();
   }
 
-  static std::string UuidText(Hugeint h) {
+  static std::string UuidText(HugeintWords h) {
     static constexpr char kHex[] = "0123456789abcdef";
     uint64_t hi = static_cast<uint64_t>(h.upper) ^ (uint64_t{1} << 63);
     unsigned char b[16];

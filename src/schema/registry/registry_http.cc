@@ -76,7 +76,7 @@ std::string Param(const HttpRequest& r, const char* name) {
   return it == r.query.end() ? std::string() : it->second;
 }
 
-json ReferencesJson(const std::vector<SchemaReference>& refs) {
+json HttpReferencesJson(const std::vector<SchemaReference>& refs) {
   json out = json::array();
   for (const SchemaReference& r : refs) {
     out.push_back({{"name", r.name}, {"subject", r.subject}, {"version", r.version}});
@@ -88,7 +88,7 @@ json ReferencesJson(const std::vector<SchemaReference>& refs) {
 void AddSchema(json& j, const StoredSchema& s) {
   if (s.type != SchemaType::kAvro) j["schemaType"] = SchemaTypeName(s.type);
   j["schema"] = s.text;
-  if (!s.references.empty()) j["references"] = ReferencesJson(s.references);
+  if (!s.references.empty()) j["references"] = HttpReferencesJson(s.references);
 }
 
 json VersionJson(const VersionView& v) {

@@ -17,6 +17,7 @@
 #include "kafka/group/assignors.h"
 
 namespace sluice::kafka::group {
+namespace cooperative_sticky_test {
 namespace {
 
 Member M(std::string id, std::vector<std::string> topics, PartitionsByTopic owned = {},
@@ -481,4 +482,5 @@ TEST(CooperativeStickyTest, ALargeGroup) {
 }
 
 }  // namespace
+}  // namespace cooperative_sticky_test
 }  // namespace sluice::kafka::group

@@ -22,6 +22,7 @@
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
 namespace sluice::kafka {
+namespace admin_test {
 namespace {
 
 using std::nullopt;
@@ -2142,4 +2143,5 @@ TEST(ClientQuotasTest, MalformedInputFailsWithAnError) {
 }
 
 }  // namespace
+}  // namespace admin_test
 }  // namespace sluice::kafka

@@ -13,6 +13,7 @@
 #include "kafka/protocol/tests/golden.h"
 
 namespace sluice::kafka {
+namespace core_test {
 namespace {
 
 using testing::Golden;
@@ -1198,4 +1199,5 @@ INSTANTIATE_TEST_SUITE_P(CoreCases, CoreBadInputTest, ::testing::ValuesIn(BadInp
                          });
 
 }  // namespace
+}  // namespace core_test
 }  // namespace sluice::kafka

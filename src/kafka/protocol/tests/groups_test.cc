@@ -21,6 +21,7 @@
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
 namespace sluice::kafka {
+namespace groups_test {
 namespace {
 
 using namespace testing;  // Golden and the harness (message_harness.h)
@@ -1009,4 +1010,5 @@ INSTANTIATE_TEST_SUITE_P(AllGroupMessages, GroupsGoldenTest, ::testing::ValuesIn
                          });
 
 }  // namespace
+}  // namespace groups_test
 }  // namespace sluice::kafka

@@ -15,6 +15,7 @@
 #include "base/crc32c.h"
 
 namespace sluice::kafka {
+namespace records_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -1155,4 +1156,5 @@ TEST(TxnMarkerBatchTest, IsAValidControlBatchWithKafkasKeyAndValue) {
 }
 
 }  // namespace
+}  // namespace records_test
 }  // namespace sluice::kafka

@@ -5,6 +5,7 @@
 #include "kafka/protocol/tests/golden.h"
 
 namespace sluice::kafka {
+namespace requests_test {
 namespace {
 
 using testing::Golden;
@@ -289,4 +290,5 @@ TEST(DecodeRequestTest, EveryApiDecodesAnEmptyBodyWithoutCrashing) {
 }
 
 }  // namespace
+}  // namespace requests_test
 }  // namespace sluice::kafka

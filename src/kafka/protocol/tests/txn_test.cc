@@ -22,6 +22,7 @@
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
 namespace sluice::kafka {
+namespace txn_test {
 namespace {
 
 using namespace testing;  // Golden and the harness (message_harness.h)
@@ -827,4 +828,5 @@ INSTANTIATE_TEST_SUITE_P(AllTxnMessages, TxnGoldenTest, ::testing::ValuesIn(AllC
                          });
 
 }  // namespace
+}  // namespace txn_test
 }  // namespace sluice::kafka

@@ -8,6 +8,7 @@
 #include "kafka/protocol/header.h"
 
 namespace sluice::kafka {
+namespace wire_test {
 namespace {
 
 std::vector<uint8_t> B(std::initializer_list<int> bytes) {
@@ -218,4 +219,5 @@ TEST(HeaderTest, TruncatedHeaderIsAnError) {
 }
 
 }  // namespace
+}  // namespace wire_test
 }  // namespace sluice::kafka

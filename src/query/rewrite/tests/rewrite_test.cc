@@ -80,6 +80,11 @@ class RewriteTest : public ::testing::Test {
               parts == 1 ? 0u : static_cast<size_t>(parts));  // one part runs inline (D15)
     if (explanation)
       *explanation = p.explanation + "\n" + (p.steps.empty() ? p.final_select : p.steps[0]);
+    return Answer(p);
+  }
+
+  // A plan's answer: its steps, its final SELECT, its cleanup.
+  static Rows Answer(const Plan& p) {
     auto final_select = RunSteps(*conn_, p);
     EXPECT_TRUE(final_select.ok()) << final_select.status().ToString();
     if (!final_select.ok()) return {};
@@ -344,7 +349,8 @@ TEST_F(RewriteTest, LatestRowTiesBrokenByTheLeastExactlyPackedColumns) {
 TEST_F(RewriteTest, LatestRowDecodesEveryPackableTypeExactly) {
   // A kept column comes back from the packed key with its type and value, NULLs too:
   // integers of each width, BOOLEAN, DATE, TIMESTAMP (s, ms, us, ns, tz), DECIMALs of up to
-  // 18 digits, and DOUBLEs with one or two decimals; as a tie-breaking column and as an order key.
+  // 18 digits, and DOUBLEs and FLOATs with one or two decimals; as a tie-breaking column and as
+  // an order key.
   // The order ends in the unique id, so DuckDB's answer is the only one.
   ASSERT_TRUE(
       conn_
@@ -365,13 +371,16 @@ TEST_F(RewriteTest, LatestRowDecodesEveryPackableTypeExactly) {
               "make_timestamp_ns(1582977600000000000 + id * 999999937) AS ts_ns, "
               "CASE WHEN id % 17 = 0 THEN NULL ELSE (((id % 9000) - 4500) / 100)::DECIMAL(10,2) "
               "END AS dec2, (id * 7 - 3000)::DECIMAL(18,0) AS dec0, "
-              "((id % 777) * 0.001 - 0.3)::DECIMAL(6,3) AS dec3 FROM range(20000) r(id)")
+              "((id % 777) * 0.001 - 0.3)::DECIMAL(6,3) AS dec3, "
+              "CASE WHEN id % 19 = 0 THEN NULL ELSE ((id % 2000) / 4.0 - 100)::FLOAT END AS f4, "
+              "round((id % 100000) / 7.0 - 50, 2)::FLOAT AS fcents FROM range(20000) r(id)")
           .ok());
-  const char* columns[] = {"i8",    "i16", "i32",   "i64",  "u8",    "b",    "d",    "ts",  "ts_s",
-                           "ts_ms", "tz",  "money", "fine", "ts_ns", "dec2", "dec0", "dec3"};
+  const char* columns[] = {"i8",   "i16",  "i32",   "i64", "u8",    "b",    "d",
+                           "ts",   "ts_s", "ts_ms", "tz",  "money", "fine", "ts_ns",
+                           "dec2", "dec0", "dec3",  "f4",  "fcents"};
   for (size_t i = 0; i < std::size(columns); ++i) {
     std::string col = columns[i];
-    bool is_double = col == "money" || col == "fine";
+    bool is_double = col == "money" || col == "fine" || col == "f4" || col == "fcents";
     std::string order = i % 3 == 0                ? "id DESC"
                         : i % 3 == 1 || is_double ? "id"
                                                   : col + " DESC NULLS FIRST, id";
@@ -390,13 +399,17 @@ TEST_F(RewriteTest, LatestRowDecodesEveryPackableTypeExactly) {
 }
 
 TEST_F(RewriteTest, LatestRowDoublesThatAreNotExactFallBackToAHash) {
-  // Thirds do not survive scaling to hundredths; -0.0 would come back as 0.0.
-  for (const char* expr : {"id / 3.0", "CASE WHEN id = 5 THEN -(0.0::DOUBLE) ELSE 1.5 END"}) {
-    ASSERT_TRUE(
-        conn_
-            ->Execute(fmt::format(
-                "CREATE OR REPLACE TABLE inexact AS SELECT id, k1, ({})::DOUBLE AS w FROM t", expr))
-            .ok());
+  // Thirds do not survive scaling to hundredths; -0.0 would come back as 0.0; nor do NaN and
+  // infinities.
+  for (const char* expr :
+       {"(id / 3.0)::DOUBLE", "CASE WHEN id = 5 THEN -(0.0::DOUBLE) ELSE 1.5 END",
+        "(id / 3.0)::FLOAT", "CASE WHEN id = 5 THEN -(0.0::FLOAT) ELSE 1.5::FLOAT END",
+        "CASE WHEN id = 7 THEN 'nan'::FLOAT ELSE 2.5::FLOAT END",
+        "CASE WHEN id = 9 THEN '-inf'::DOUBLE ELSE 2.5 END"}) {
+    ASSERT_TRUE(conn_
+                    ->Execute(fmt::format(
+                        "CREATE OR REPLACE TABLE inexact AS SELECT id, k1, {} AS w FROM t", expr))
+                    .ok());
     std::string sql =
         "SELECT k1, w FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY id DESC) AS rn "
         "FROM inexact) "
@@ -509,6 +522,137 @@ TEST_F(RewriteTest, LatestRowStatisticsComeFromTheParquetFooters) {
       f);
   ExpectSame(sql, RewriteKind::kLatestRow);
   EXPECT_NE(explained(sql).find("statistics scanned"), std::string::npos);
+}
+
+// D25: with several parts over Parquet files, a DOUBLE or FLOAT kept column's exactness in
+// hundredths is taken from the first rows (its bounds from the footers) instead of a pass
+// over the input; a later row that breaks it stops the part, and planning again without
+// the assumption gives DuckDB's answer.
+TEST_F(RewriteTest, FloatExactnessAssumedFromTheFirstRowsIsPlannedAgainWhenARowBreaksIt) {
+  std::string dir = (spill_ / "assumed").string();
+  std::filesystem::create_directories(dir);
+  const std::string sql_of =
+      "SELECT k, id, m, f FROM (SELECT *, row_number() OVER (PARTITION BY k ORDER BY id DESC) AS "
+      "rn FROM read_parquet('{}')) WHERE rn = 1";
+  struct Case {
+    const char* name;
+    const char* m;
+    bool breaks;
+  };
+  // (No 0.0 beside the -0.0: Parquet's dictionary would store both as the first seen.)
+  for (const Case& c : {
+           Case{"exact", "(i % 1000) / 4.0", false},
+           Case{"third", "CASE WHEN i = 29990 THEN i / 3.0 ELSE (i % 1000) / 4.0 END", true},
+           Case{"negative_zero",
+                "CASE WHEN i = 29990 THEN -(0.0::DOUBLE) ELSE (i % 1000) / 4.0 + 1 END", true},
+           Case{"thousandths", "CASE WHEN i = 29990 THEN 0.125 ELSE (i % 1000) / 4.0 END", true},
+       }) {
+    const std::string file = fmt::format("{}/{}.parquet", dir, c.name);
+    ASSERT_TRUE(conn_
+                    ->Execute(fmt::format(
+                        "COPY (SELECT i % 500 AS k, i AS id, ({})::DOUBLE AS m, "
+                        "CASE WHEN i % 7 = 0 THEN NULL ELSE ((i % 300) / 20.0)::FLOAT END AS f "
+                        "FROM range(30000) r(i) ORDER BY i) TO '{}' (FORMAT parquet)",
+                        c.m, file))
+                    .ok());
+    const std::string sql = fmt::format(fmt::runtime(sql_of), file);
+    auto want = conn_->QueryText(sql);
+    ASSERT_TRUE(want.ok()) << want.status().ToString();
+    RewriteOptions options = Options(3);
+    options.probe_rows = 1000;
+    auto plan = PlanRewrite(*conn_, sql, options);
+    ASSERT_TRUE(plan.ok() && plan->has_value()) << c.name;
+    EXPECT_TRUE((*plan)->assumed) << c.name << ": " << (*plan)->explanation;
+    EXPECT_NE((*plan)->explanation.find("assumed from the first 1000 rows"), std::string::npos)
+        << (*plan)->explanation;
+    auto tried = RunSteps(*conn_, **plan);
+    EXPECT_EQ(AssumptionFailed(tried.status()), c.breaks)
+        << c.name << ": " << tried.status().ToString() << "\n"
+        << (*plan)->explanation;
+    if (tried.ok()) EXPECT_TRUE(RunCleanup(*conn_, **plan).ok());
+    if (c.breaks) {
+      options.assume = false;
+      plan = PlanRewrite(*conn_, sql, options);
+      ASSERT_TRUE(plan.ok() && plan->has_value());
+      EXPECT_FALSE((*plan)->assumed);
+      EXPECT_EQ((*plan)->explanation.find("assumed"), std::string::npos) << (*plan)->explanation;
+    }
+    EXPECT_EQ(Sorted(Answer(**plan)), Sorted(*want)) << c.name;
+    EXPECT_EQ(TempTables(), 0u);
+  }
+}
+
+// D26: over Parquet files a single integer key bounded in the footers is split into ranges
+// (the first part also takes NULL keys), not hashed; the answers stay DuckDB's.
+TEST_F(RewriteTest, PartsByRangesOfAnIntegerKey) {
+  const std::string file = (spill_ / "ranged.parquet").string();
+  ASSERT_TRUE(conn_
+                  ->Execute(fmt::format(
+                      "COPY (SELECT i AS id, CASE WHEN i % 97 = 0 THEN NULL ELSE (i * 7919) % "
+                      "20011 - 5000 END AS k, (i % 1000) / 4.0 AS m, i % 13 AS q FROM "
+                      "range(60000) r(i)) TO '{}' (FORMAT parquet, ROW_GROUP_SIZE 7000)",
+                      file))
+                  .ok());
+  const std::string f = fmt::format("read_parquet('{}')", file);
+  const std::vector<std::pair<std::string, RewriteKind>> queries = {
+      {"SELECT k, count(*), sum(q), max(id) FROM {f} GROUP BY k", RewriteKind::kGroupBy},
+      {"SELECT count(*), sum(n), sum(s) FROM (SELECT k, count(*) AS n, sum(q) AS s FROM {f} "
+       "GROUP BY k)",
+       RewriteKind::kGroupBy},
+      {"SELECT k, id, m FROM (SELECT *, row_number() OVER (PARTITION BY k ORDER BY id DESC) AS "
+       "rn FROM {f}) WHERE rn = 1",
+       RewriteKind::kLatestRow},
+  };
+  for (const auto& [q, kind] : queries) {
+    const std::string sql = fmt::format(fmt::runtime(q), fmt::arg("f", f));
+    ExpectSame(sql, kind);
+    for (int parts : {2, 5}) {
+      std::string how;
+      Rewritten(sql, parts, kind, &how);
+      EXPECT_NE(how.find("parts by ranges of the key from -5000 to 15010"), std::string::npos)
+          << sql << "\n"
+          << how;
+    }
+  }
+  // Two keys, or a key that is an expression: hashed.
+  std::string how;
+  Rewritten(fmt::format("SELECT k, q, count(*) FROM {} GROUP BY k, q", f), 3, RewriteKind::kGroupBy,
+            &how);
+  EXPECT_EQ(how.find("ranges"), std::string::npos) << how;
+  Rewritten(fmt::format("SELECT k + 1, count(*) FROM {} GROUP BY k + 1", f), 3,
+            RewriteKind::kGroupBy, &how);
+  EXPECT_EQ(how.find("ranges"), std::string::npos) << how;
+}
+
+// D25's assumption is only for plans of several steps: a plan that ends as one inline part
+// (the keys, counted, fit where the footers' bound did not) is made without it, so a row
+// that breaks it cannot fail the answer's own query.
+TEST_F(RewriteTest, AFloatAssumptionNeverReachesAnInlinePart) {
+  const std::string file = (spill_ / "inline_assumed.parquet").string();
+  // 1,000 VARCHAR keys (bounded by the rows in the footers, 60,000), a DOUBLE in quarters but
+  // for one third after the first rows.
+  ASSERT_TRUE(conn_
+                  ->Execute(fmt::format(
+                      "COPY (SELECT 'k' || (i % 1000) AS k, i AS id, CASE WHEN i = 59990 THEN "
+                      "i / 3.0 ELSE (i % 1000) / 4.0 END::DOUBLE AS m FROM range(60000) r(i) "
+                      "ORDER BY i) TO '{}' (FORMAT parquet)",
+                      file))
+                  .ok());
+  const std::string sql = fmt::format(
+      "SELECT k, id, m FROM (SELECT *, row_number() OVER (PARTITION BY k ORDER BY id DESC) AS rn "
+      "FROM read_parquet('{}')) WHERE rn = 1",
+      file);
+  auto want = conn_->QueryText(sql);
+  ASSERT_TRUE(want.ok());
+  // A memory limit under which the bound's 60,001 keys need parts and the 1,000 counted fit
+  // in one.
+  RewriteOptions options{.memory_limit_bytes = 4 << 20, .threads = 2, .min_rows_to_rewrite = 0};
+  options.probe_rows = 1000;
+  auto plan = PlanRewrite(*conn_, sql, options);
+  ASSERT_TRUE(plan.ok() && plan->has_value());
+  EXPECT_EQ((*plan)->parts, 1) << (*plan)->explanation;
+  EXPECT_FALSE((*plan)->assumed) << (*plan)->explanation;
+  EXPECT_EQ(Sorted(Answer(**plan)), Sorted(*want));
 }
 
 // D23: top k per key (`rn <= k`, k > 1, in any form) is left to DuckDB's window, which

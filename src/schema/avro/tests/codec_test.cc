@@ -13,6 +13,7 @@
 #include "schema/avro/avro_types.h"
 
 namespace sluice::schema::avro {
+namespace codec_test {
 namespace {
 
 using Rows = std::vector<std::vector<std::optional<std::string>>>;
@@ -475,4 +476,5 @@ TEST_F(AvroCodecTest, EncoderRefusesNullForARequiredField) {
 }
 
 }  // namespace
+}  // namespace codec_test
 }  // namespace sluice::schema::avro

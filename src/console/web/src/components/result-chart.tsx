@@ -141,6 +141,10 @@ export function ResultChart(props: {
         made.setSize({ width: Math.max(el.clientWidth, 200), height: kHeightPx });
       });
       resize.observe(el);
+    }, (e: unknown) => {
+      // uPlot's chunk did not load (the server restarting): said in the chart's place; the
+      // next chart tries again (uplot-loader).
+      if (!cancelled) el.textContent = `The chart could not load: ${String(e)}`;
     });
     return () => {
       cancelled = true;

@@ -1,0 +1,11 @@
+// The loggers of sinks's files, defined once: its sources may be compiled together
+// (a unity build), where a logger of each file's own would be defined twice.
+#pragma once
+
+#include "base/logging.h"
+
+namespace sluice::sinks {
+
+inline const Logger kLog("sinks");
+
+}  // namespace sluice::sinks
