@@ -41,6 +41,7 @@ Connection::Connection(EventLoop* loop, int fd, ConnectionOptions options, Reque
 
 Connection::~Connection() {
   // Only reached without Close() when the owner tears down after its loop stopped.
+  transport_.reset();  // before its socket (a TLS session's close_notify)
   if (fd_ >= 0) ::close(fd_);
 }
 
@@ -423,6 +424,10 @@ void Connection::Close() {
   if (closed()) return;
   auto self = shared_from_this();  // on_close may drop the owner's reference
   loop_->Remove(fd_);
+  // The transport goes first: a TLS session writes its close_notify when it is freed, and
+  // once the socket is closed its number may already be another connection's (opened on
+  // any thread), which would get those bytes in the middle of its own handshake.
+  transport_.reset();
   ::close(fd_);
   fd_ = -1;
   frame_ = {};

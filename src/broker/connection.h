@@ -157,7 +157,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // The listener it came in on, and whether that listener wants SASL first.
   const std::string& listener() const { return options_.listener; }
   bool sasl_listener() const { return options_.sasl; }
-  const net::Transport& transport() const { return *transport_; }
   // A request is with the handler or not yet answered, or a response is being written.
   bool busy() const { return !unanswered_.empty() && !closed(); }
   EventLoop* loop() const { return loop_; }

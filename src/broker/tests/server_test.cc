@@ -98,6 +98,8 @@ class Client {
     return true;
   }
   net::Transport* tls() { return tls_.get(); }
+  // Ends the TLS session with a close_notify; the socket stays open.
+  void EndTls() { tls_.reset(); }
 
   // Over TLS: sends `frame` and reads the one frame that answers it, from one thread (an
   // SSL session must not be used by two threads at once), the socket non-blocking so a
@@ -768,6 +770,49 @@ TEST_F(TlsServerTest, EachListenerHasItsSocketAndItsConnectionsKnowIt) {
   EXPECT_FALSE(st.ok());
   EXPECT_NE(st.message().find(std::to_string(taken.port)), std::string::npos) << st.ToString();
   server.Stop();
+}
+
+// A closed TLS connection that something still holds (a request in flight) must not
+// touch its old descriptor again: the kernel gives that number to the next socket opened,
+// on any thread (CI, stop 55: a close_notify written when the Connection was destroyed
+// reached a kafka-python client's new connection in the middle of its handshake).
+TEST_F(TlsServerTest, AClosedConnectionWritesNothingToItsDescriptorsNextOwner) {
+  std::mutex mu;
+  std::shared_ptr<Connection> held;  // guarded by mu
+  FnHandler handler([&](const std::shared_ptr<Connection>& conn, Bytes frame) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      held = conn;
+    }
+    Echo(conn, std::move(frame));
+  });
+  auto server = StartServer(&handler, 1, 100 << 20, tls_);
+  Client client(server->port());
+  ASSERT_TRUE(client.UseTls(ClientOptions()));
+  ASSERT_TRUE(client.Send(Frame(ToBytes("hello"))));
+  ASSERT_EQ(client.ReadFrame(), ToBytes("hello"));
+  client.EndTls();  // the server reads the close_notify and closes its socket
+  ASSERT_TRUE(WaitUntil([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return held->closed();
+  }));
+  // The freed number goes to one of these (the lowest free numbers are taken first).
+  std::vector<int> ends;
+  for (int i = 0; i < 16; ++i) {
+    int sv[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+    ends.insert(ends.end(), {sv[0], sv[1]});
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    held.reset();  // the Connection is destroyed here
+  }
+  for (int fd : ends) {
+    char c;
+    EXPECT_EQ(::recv(fd, &c, 1, 0), -1) << "bytes arrived on a socket the server never had";
+  }
+  for (int fd : ends) ::close(fd);
+  server->Stop();
 }
 
 int CountOpenFds() {
