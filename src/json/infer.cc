@@ -94,6 +94,47 @@ duck::LogicalType InferNode::Type(InferredTypes types) const {
 void Inferrer::Reset() {
   root_ = InferNode();
   root_.kind = InferNode::Kind::kObject;
+  refused_by_order_ = false;
+}
+
+bool Inferrer::Merge(const Inferrer& later) {
+  // This tree's refusals are what one pass would refuse (it began where one pass does);
+  // the later one began empty, and a value it refused might have been taken by one pass.
+  if (later.refused_by_order_) return false;
+  return MergeNode(root_, later.root_, /*top=*/true);
+}
+
+// The join of what `n` and `from` saw at one place, the same lattice Observe climbs: null
+// below every kind, two different kinds text; names (unique ignoring case) in the order
+// first seen, this tree's first.
+bool Inferrer::MergeNode(InferNode& n, const InferNode& from, bool top) {
+  using Kind = InferNode::Kind;
+  n.saw_nested = n.saw_nested || from.saw_nested;
+  n.saw_fraction = n.saw_fraction || from.saw_fraction;
+  if (from.kind != Kind::kNull && n.kind != from.kind && n.kind != Kind::kText) {
+    n.kind = n.kind == Kind::kNull ? from.kind : Kind::kText;
+  }
+  if (n.kind == Kind::kText) return true;  // what is inside no longer matters
+  if (from.kind == Kind::kArray && from.element) {
+    if (!n.element) n.element = std::make_unique<InferNode>();
+    return MergeNode(*n.element, *from.element, false);
+  }
+  if (from.kind != Kind::kObject) return true;
+  for (size_t i = 0; i < from.names.size(); ++i) {
+    int idx = n.Find(from.names[i]);
+    if (idx < 0) {
+      if (n.names.size() >= (top ? limits_.max_columns : limits_.max_struct_fields)) {
+        if (top) return false;
+        n.kind = Kind::kText;  // too wide for a struct: its JSON text
+        return true;
+      }
+      n.names.push_back(from.names[i]);
+      n.fields.push_back(std::make_unique<InferNode>());
+      idx = static_cast<int>(n.names.size() - 1);
+    }
+    if (!MergeNode(*n.fields[idx], *from.fields[i], false)) return false;
+  }
+  return true;
 }
 
 bool Inferrer::ObserveMessage(od::object obj, std::string* reason) {
@@ -146,6 +187,7 @@ inline bool Inferrer::ObserveFields(InferNode& n, od::object obj, int depth, boo
       size_t limit = top ? limits_.max_columns : limits_.max_struct_fields;
       if (n.names.size() >= limit) {
         if (top && !limits_.drop_extra_columns) {
+          refused_by_order_ = true;
           top_error_ = fmt::format(
               "key '{}': the batch already has {} columns, the most "
               "an inferred batch may have",
@@ -255,6 +297,7 @@ inline bool Inferrer::ObserveNumber(InferNode& n, od::value& v) {
     if (v.get_number().get(num) != simdjson::SUCCESS) {
       std::string_view token = TrimRight(v.raw_json_token());
       top_error_.clear();
+      refused_by_order_ = true;  // not read when an earlier message made this text
       validator_->error().problem = fmt::format("unreadable number {}", Excerpt(token));
       return false;
     }
@@ -277,6 +320,7 @@ inline bool Inferrer::ObserveNumber(InferNode& n, od::value& v) {
   if (v.get_double().get(d) != simdjson::SUCCESS) {
     std::string_view token = TrimRight(v.raw_json_token());
     top_error_.clear();
+    refused_by_order_ = true;  // not read when an earlier message made this text
     validator_->error().problem = IsJsonNumber(token)
                                       ? fmt::format("{} is out of range for DOUBLE", token)
                                       : fmt::format("invalid number {}", Excerpt(token));

@@ -67,6 +67,17 @@ class Inferrer {
   // Undoes the last ObserveMessage (the message turned out invalid after it).
   void Undo();
 
+  // A batch inferred in parts (InferredOptions::threads): merges what another inferrer with
+  // the same limits saw over the messages after this one's into this tree, as if this one
+  // had gone on observing them: kinds joined (a conflict is text), flags or'ed, fields in
+  // first-seen order; a struct that grows past max_struct_fields becomes text, as in one
+  // pass. False where the order could matter, and the caller then infers the batch again
+  // in one pass: the merged top level would have more than max_columns keys, or `later`
+  // refused a message for a reason an earlier message could have taken away (the column
+  // limit; a number out of DOUBLE's range, which one pass does not read once the key is
+  // text).
+  bool Merge(const Inferrer& later);
+
  private:
   struct Change {
     InferNode* node;
@@ -88,12 +99,15 @@ class Inferrer {
   bool ObserveNumber(InferNode& n, simdjson::ondemand::value& v);
   bool Path(std::string_view key);
   bool Syntax(simdjson::error_code e);
+  bool MergeNode(InferNode& n, const InferNode& from, bool top);
 
   InferLimits limits_;
   Filler* validator_;
   InferNode root_;
   std::vector<Change> undo_;
   std::string top_error_;
+  // A message was refused for a reason that depends on the messages before it.
+  bool refused_by_order_ = false;
 };
 
 }  // namespace sluice::json

@@ -4,8 +4,10 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <atomic>
 #include <functional>
 #include <optional>
+#include <thread>
 
 #include "base/fork_join.h"
 #include "duck/chunk_view.h"
@@ -119,6 +121,42 @@ Result<std::unique_ptr<ChunkBuilder>> NewBuilder(const std::vector<duck::Logical
   return std::make_unique<ChunkBuilder>(std::move(chunk), std::move(slots));
 }
 
+// Pass 1 over messages[begin, end): each message checked and merged into `inferrer`'s
+// schema; `good` marks those that were, the rest go to `errors` with the reason.
+void InferRange(JsonReader& reader, Filler& validator, Inferrer& inferrer,
+                std::span<const Message> messages, size_t begin, size_t end,
+                std::vector<uint8_t>& good, std::vector<DecodeError>* errors) {
+  od::document doc;
+  od::object obj;
+  std::string reason;
+  for (size_t i = begin; i < end; ++i) {
+    if (!OpenObject(reader, messages[i].value, &doc, &obj, &reason)) {
+      errors->push_back({i, std::move(reason)});
+      continue;
+    }
+    validator.set_document(&doc);
+    if (!inferrer.ObserveMessage(obj, &reason)) {
+      errors->push_back({i, std::move(reason)});
+      continue;
+    }
+    if (!CloseDocument(&doc, &reason)) {
+      inferrer.Undo();
+      errors->push_back({i, std::move(reason)});
+      continue;
+    }
+    good[i] = 1;
+  }
+}
+
+// One part of pass 1 (the schema) inferred on a helper thread (InferredOptions::threads).
+struct InferPart {
+  JsonReader reader;
+  Filler filler{true};
+  Inferrer inferrer;
+  std::vector<DecodeError> errors;
+  explicit InferPart(const InferredOptions& o) : inferrer(LimitsOf(o), &filler) {}
+};
+
 // One part of an in-memory batch filled on a helper thread (InferredOptions::threads).
 struct FillPart {
   JsonReader reader;
@@ -145,8 +183,9 @@ struct InferredDecoder::Impl {
   // In memory (options.in_memory): the batch's chunks and their view.
   std::unique_ptr<ChunkPool> pool;
   std::unique_ptr<duck::ChunkView> view;
-  // In memory with options.threads > 1: the parts past the first of pass 2 and the
-  // helpers that run them (pass 1, the schema, stays on the caller's thread).
+  // With options.threads > 1: the helpers, and the parts past the first of pass 1 (the
+  // schema) and, in memory, of pass 2 (the rows).
+  std::vector<std::unique_ptr<InferPart>> infer_parts;
   std::vector<std::unique_ptr<FillPart>> parts;
   std::unique_ptr<ForkJoin> helpers;
 
@@ -162,6 +201,11 @@ Result<std::unique_ptr<InferredDecoder>> InferredDecoder::Create(duck::Connectio
   if (options.table.empty()) return InvalidArgumentError("an inferred batch needs a table name");
   auto impl = std::make_unique<Impl>(std::move(options));
   impl->conn = &conn;
+  if (impl->options.threads > 1) {
+    for (size_t i = 1; i < impl->options.threads; ++i)
+      impl->infer_parts.push_back(std::make_unique<InferPart>(impl->options));
+    impl->helpers = std::make_unique<ForkJoin>(impl->infer_parts.size(), "sluice-decode");
+  }
   return std::unique_ptr<InferredDecoder>(new InferredDecoder(std::move(impl)));
 }
 
@@ -169,30 +213,136 @@ Result<size_t> InferredDecoder::Decode(std::span<const Message> messages,
                                        std::vector<DecodeError>* errors) {
   Impl& d = *impl_;
   errors->clear();
-  // Pass 1: the schema, and which messages are valid.
   d.inferrer.Reset();
   std::vector<uint8_t> good(messages.size(), 0);
-  od::document doc;
-  od::object obj;
-  std::string reason;
-  for (size_t i = 0; i < messages.size(); ++i) {
-    if (!OpenObject(d.reader, messages[i].value, &doc, &obj, &reason)) {
-      errors->push_back({i, std::move(reason)});
-      continue;
+  std::optional<duck::Appender> app;
+  // Pass 1's end: the parts' schemas merged in order (or, where the column limit made the
+  // order matter, the batch inferred again in one pass), then the table or view made for
+  // the schema and the builders for its rows.
+  auto merge_and_set_up = [&](size_t infer_parts) -> Status {
+    bool merged = true;
+    for (size_t p = 1; p < infer_parts && merged; ++p) {
+      merged = d.inferrer.Merge(d.infer_parts[p - 1]->inferrer);
     }
-    d.filler.set_document(&doc);
-    if (!d.inferrer.ObserveMessage(obj, &reason)) {
-      errors->push_back({i, std::move(reason)});
-      continue;
+    if (merged) {
+      for (size_t p = 1; p < infer_parts; ++p) {
+        for (DecodeError& e : d.infer_parts[p - 1]->errors) errors->push_back(std::move(e));
+      }
+    } else {
+      errors->clear();
+      std::fill(good.begin(), good.end(), 0);
+      d.inferrer.Reset();
+      InferRange(d.reader, d.filler, d.inferrer, messages, 0, messages.size(), good, errors);
     }
-    if (!CloseDocument(&doc, &reason)) {
-      d.inferrer.Undo();
-      errors->push_back({i, std::move(reason)});
-      continue;
+    return SetUp(&app);
+  };
+  // Pass 2's part `p` of `parts` (the first on the caller's thread's reader and builder).
+  size_t appended = 0;
+  Status first;
+  auto fill_part = [&](size_t p, size_t parts) {
+    const size_t begin = messages.size() * p / parts;
+    const size_t end = messages.size() * (p + 1) / parts;
+    if (p == 0) {
+      ChunkBuilder& b = *d.builder;
+      first = FillRange(
+          d.reader, d.filler, b, d.json_columns, messages, good, begin, end,
+          [&] { return d.pool->Hold(b); }, errors, &appended);
+      return;
     }
-    good[i] = 1;
+    FillPart& part = *d.parts[p - 1];
+    part.errors.clear();
+    part.rows = 0;
+    part.status = FillRange(
+        part.reader, part.filler, *part.builder, d.json_columns, messages, good, begin, end,
+        [&] { return part.pool->Hold(*part.builder); }, &part.errors, &part.rows);
+  };
+
+  const size_t parts = PartsFor(messages.size(), d.infer_parts.size());
+  size_t fill_parts = 1;  // pass 2's parts, when they ran with pass 1's
+  if (parts == 1) {
+    InferRange(d.reader, d.filler, d.inferrer, messages, 0, messages.size(), good, errors);
+    RETURN_IF_ERROR(SetUp(&app));
+  } else {
+    // A large batch in consecutive parts, once handed to the helpers: each part infers
+    // its range's schema; the caller's part then merges them and makes the table while
+    // the helpers wait (briefly: a merge of small trees); in memory each part then fills
+    // its range's rows, so the batch costs one hand-off, not two (a second one cost more
+    // than it saved on two busy cores: docs/design/0023 decision 21).
+    std::atomic<size_t> inferred{0};
+    std::atomic<int> go{0};  // 0: wait; 1: fill; 2: done (pass 2 on the caller, or failed)
+    Status set_up;
+    d.helpers->Run(parts, [&](size_t p) {
+      const size_t begin = messages.size() * p / parts;
+      const size_t end = messages.size() * (p + 1) / parts;
+      if (p > 0) {
+        InferPart& part = *d.infer_parts[p - 1];
+        part.inferrer.Reset();
+        part.errors.clear();
+        InferRange(part.reader, part.filler, part.inferrer, messages, begin, end, good,
+                   &part.errors);
+        part.reader.Shrink();
+        inferred.fetch_add(1, std::memory_order_acq_rel);
+        int g;
+        for (int spins = 0; (g = go.load(std::memory_order_acquire)) == 0; ++spins) {
+          if (spins > 64) std::this_thread::yield();
+        }
+        if (g == 1) fill_part(p, parts);
+        return;
+      }
+      InferRange(d.reader, d.filler, d.inferrer, messages, begin, end, good, errors);
+      for (int spins = 0; inferred.load(std::memory_order_acquire) < parts - 1; ++spins) {
+        if (spins > 64) std::this_thread::yield();
+      }
+      set_up = merge_and_set_up(parts);
+      const bool together = set_up.ok() && !app;
+      go.store(together ? 1 : 2, std::memory_order_release);
+      if (together) fill_part(0, parts);
+    });
+    RETURN_IF_ERROR(set_up);
+    if (!app) fill_parts = parts;
   }
-  // The table.
+  if (fill_parts == 1) {
+    if (app) {
+      ChunkBuilder& b = *d.builder;
+      auto flush = [&]() -> Status {
+        RETURN_IF_ERROR(b.Finish());
+        RETURN_IF_ERROR(app->Append(b.chunk()));
+        b.Reset();
+        return Status::OK();
+      };
+      RETURN_IF_ERROR(FillRange(d.reader, d.filler, b, d.json_columns, messages, good, 0,
+                                messages.size(), flush, errors, &appended));
+    } else {
+      fill_part(0, 1);
+    }
+  }
+  RETURN_IF_ERROR(first);
+  for (size_t p = 1; p < fill_parts; ++p) {
+    FillPart& part = *d.parts[p - 1];
+    RETURN_IF_ERROR(part.status);
+    appended += part.rows;
+    for (DecodeError& e : part.errors) errors->push_back(std::move(e));
+  }
+  if (app) {
+    RETURN_IF_ERROR(app->Flush());
+  } else {
+    d.pool->Trim();
+    std::vector<const duck::DataChunk*> chunks = d.pool->batch();
+    for (size_t p = 1; p < fill_parts; ++p) {
+      d.parts[p - 1]->pool->Trim();
+      for (const duck::DataChunk* c : d.parts[p - 1]->pool->batch()) chunks.push_back(c);
+    }
+    d.view->SetChunks(std::move(chunks));
+  }
+  d.reader.Shrink();
+  std::sort(errors->begin(), errors->end(),
+            [](const DecodeError& a, const DecodeError& b) { return a.index < b.index; });
+  return appended;
+}
+
+// The table (or in memory the view) for the schema pass 1 inferred, and the builders.
+Status InferredDecoder::SetUp(std::optional<duck::Appender>* app) {
+  Impl& d = *impl_;
   const InferNode& root = d.inferrer.root();
   std::string cols;
   for (size_t i = 0; i < root.names.size(); ++i) {
@@ -203,7 +353,6 @@ Result<size_t> InferredDecoder::Decode(std::span<const Message> messages,
       "\"kafka_topic\" VARCHAR, \"kafka_partition\" INTEGER, \"kafka_offset\" BIGINT, "
       "\"kafka_timestamp\" TIMESTAMPTZ, \"kafka_key\" BLOB";
   d.schema_sql = cols;
-  std::optional<duck::Appender> app;
   std::vector<duck::LogicalType> types;
   const bool rebuild = !d.builder || d.built_for != d.schema_sql;
   if (d.options.in_memory) {
@@ -225,11 +374,10 @@ Result<size_t> InferredDecoder::Decode(std::span<const Message> messages,
         ASSIGN_OR_RETURN(d.view, duck::ChunkView::Create(*d.conn, d.options.table, names, types));
       }
       d.pool = ChunkPool::Of(types);
-      if (d.options.threads > 1 && !d.helpers) {
+      if (d.parts.empty()) {
         for (size_t i = 1; i < d.options.threads; ++i) {
           d.parts.push_back(std::make_unique<FillPart>());
         }
-        d.helpers = std::make_unique<ForkJoin>(d.parts.size(), "sluice-decode");
       }
       for (auto& part : d.parts) {
         ASSIGN_OR_RETURN(part->builder, NewBuilder(types, root.names, root.names.size()));
@@ -242,8 +390,8 @@ Result<size_t> InferredDecoder::Decode(std::span<const Message> messages,
   } else {
     RETURN_IF_ERROR(d.conn->Execute(fmt::format("CREATE OR REPLACE TABLE {} ({})",
                                                 duck::QuoteIdentifier(d.options.table), cols)));
-    ASSIGN_OR_RETURN(app, duck::Appender::Open(*d.conn, d.options.table));
-    if (rebuild) types = app->ColumnTypes();
+    ASSIGN_OR_RETURN(*app, duck::Appender::Open(*d.conn, d.options.table));
+    if (rebuild) types = (*app)->ColumnTypes();
   }
   if (rebuild) {
     d.builder.reset();
@@ -251,62 +399,7 @@ Result<size_t> InferredDecoder::Decode(std::span<const Message> messages,
     d.built_for = d.schema_sql;
     d.json_columns = root.names.size();
   }
-  // Pass 2: the rows; in memory, a large batch in consecutive parts at once.
-  ChunkBuilder& b = *d.builder;
-  const size_t k = d.json_columns;
-  size_t appended = 0;
-  const size_t parts = app ? 1 : PartsFor(messages.size(), d.parts.size());
-  if (parts == 1) {
-    auto flush = [&]() -> Status {
-      if (!app) return d.pool->Hold(b);
-      RETURN_IF_ERROR(b.Finish());
-      RETURN_IF_ERROR(app->Append(b.chunk()));
-      b.Reset();
-      return Status::OK();
-    };
-    RETURN_IF_ERROR(FillRange(d.reader, d.filler, b, k, messages, good, 0, messages.size(), flush,
-                              errors, &appended));
-  } else {
-    Status first;
-    d.helpers->Run(parts, [&](size_t p) {
-      const size_t begin = messages.size() * p / parts;
-      const size_t end = messages.size() * (p + 1) / parts;
-      if (p == 0) {
-        first = FillRange(
-            d.reader, d.filler, b, k, messages, good, begin, end, [&] { return d.pool->Hold(b); },
-            errors, &appended);
-        return;
-      }
-      FillPart& part = *d.parts[p - 1];
-      part.errors.clear();
-      part.rows = 0;
-      part.status = FillRange(
-          part.reader, part.filler, *part.builder, k, messages, good, begin, end,
-          [&] { return part.pool->Hold(*part.builder); }, &part.errors, &part.rows);
-    });
-    RETURN_IF_ERROR(first);
-    for (size_t p = 1; p < parts; ++p) {
-      FillPart& part = *d.parts[p - 1];
-      RETURN_IF_ERROR(part.status);
-      appended += part.rows;
-      for (DecodeError& e : part.errors) errors->push_back(std::move(e));
-    }
-  }
-  if (app) {
-    RETURN_IF_ERROR(app->Flush());
-  } else {
-    d.pool->Trim();
-    std::vector<const duck::DataChunk*> chunks = d.pool->batch();
-    for (size_t p = 1; p < parts; ++p) {
-      d.parts[p - 1]->pool->Trim();
-      for (const duck::DataChunk* c : d.parts[p - 1]->pool->batch()) chunks.push_back(c);
-    }
-    d.view->SetChunks(std::move(chunks));
-  }
-  d.reader.Shrink();
-  std::sort(errors->begin(), errors->end(),
-            [](const DecodeError& a, const DecodeError& b) { return a.index < b.index; });
-  return appended;
+  return Status::OK();
 }
 
 }  // namespace sluice::json

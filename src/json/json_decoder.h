@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -100,9 +101,9 @@ struct InferredOptions {
   // Keep each batch in memory and show it to SQL through a TEMP VIEW `table` instead of
   // recreating and filling a table (as StructuredOptions::in_memory; read-only).
   bool in_memory = false;
-  // In memory: the rows of a batch of at least 1,024 messages are filled in up to this
-  // many parts at once, as StructuredOptions::threads (the schema is still inferred on the
-  // caller's thread, in one pass over the batch).
+  // A batch of at least 1,024 messages is read in up to this many parts at once, as
+  // StructuredOptions::threads: its schema (each part's inferred, then merged in order:
+  // the schema one pass gives) and, in memory, its rows.
   size_t threads = 1;
 };
 
@@ -132,6 +133,9 @@ class InferredDecoder {
  private:
   struct Impl;
   explicit InferredDecoder(std::unique_ptr<Impl> impl);
+  // After pass 1: the table or view for the inferred schema (`app` set when it is a table),
+  // and the builders of its rows.
+  Status SetUp(std::optional<duck::Appender>* app);
   std::unique_ptr<Impl> impl_;
 };
 

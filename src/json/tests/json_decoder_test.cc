@@ -498,6 +498,69 @@ TEST(JsonDecoderInParts, InferredSameRowsOrderAndErrorsAsOneThread) {
   }
 }
 
+// The schema inferred in parts and merged is the one pass's where the order matters: the
+// column limit met only across parts (later keys refused, one pass's way), a struct that
+// grows past max_struct_fields only once the parts' fields are together (text), a key of
+// two types in two parts (text), and a key whose first value comes in the last part. Into
+// a table too (InferredDiskBatch: the schema in parts, the rows in one).
+TEST(JsonDecoderInParts, InferredMergesAsOnePassAtTheLimits) {
+  auto db = duck::Database::Open({.memory_limit_bytes = 512 << 20, .threads = 1});
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  for (bool in_memory : {true, false}) {
+    auto one_conn = duck::Connection::Open(**db);
+    auto parts_conn = duck::Connection::Open(**db);
+    ASSERT_TRUE(one_conn.ok() && parts_conn.ok());
+    InferredOptions o{.in_memory = in_memory, .threads = 1};
+    o.max_columns = 4;
+    o.max_struct_fields = 3;
+    auto one = InferredDecoder::Create(**one_conn, o);
+    o.threads = 2;
+    auto parts = InferredDecoder::Create(**parts_conn, o);
+    ASSERT_TRUE(one.ok() && parts.ok());
+    std::deque<std::string> storage;
+    for (int batch_no = 1; batch_no <= 3; ++batch_no) {
+      const size_t batch = 3000;
+      std::vector<Message> messages;
+      for (size_t i = 0; i < batch; ++i) {
+        const bool later = i >= batch / 2;
+        std::string v;
+        if (batch_no == 1) {
+          // Columns id, a, b in the first half; c, d, e in the second: one pass takes c and
+          // refuses the messages that bring d or e.
+          v = !later ? fmt::format(R"({{"id":{},"a":1,"b":2}})", i)
+                     : fmt::format(R"({{"id":{},"{}":{}}})", i, "cde"[i % 3], i);
+        } else if (batch_no == 2) {
+          // s has fields x, y in the first half and z, w in the second: four, so text.
+          v = !later ? fmt::format(R"({{"id":{},"s":{{"x":1,"y":{}}}}})", i, i)
+                     : fmt::format(R"({{"id":{},"s":{{"z":{},"w":"q"}}}})", i, i);
+        } else {
+          // k a number first, a string later (text); n only in the last message.
+          v = i == batch - 1 ? R"({"id":1,"n":[1,2]})"
+              : !later       ? fmt::format(R"({{"id":{},"k":{}}})", i, i)
+                             : fmt::format(R"({{"id":{},"k":"v{}"}})", i, i);
+        }
+        const std::string& kept = storage.emplace_back(std::move(v));
+        Message m;
+        m.topic = "events";
+        m.offset = static_cast<int64_t>(i);
+        m.value = kept;
+        messages.push_back(m);
+      }
+      SCOPED_TRACE(fmt::format("batch {} {}", batch_no, in_memory ? "in memory" : "table"));
+      std::vector<DecodeError> errors =
+          ExpectSameDecode(**one, **parts, **one_conn, **parts_conn, "batch", messages);
+      EXPECT_EQ((*one)->schema_sql(), (*parts)->schema_sql());
+      const std::string& schema = (*parts)->schema_sql();
+      if (batch_no == 1) {
+        EXPECT_EQ(errors.size(), 1000u);  // those with d or e
+      } else {
+        EXPECT_NE(schema.find(batch_no == 2 ? "\"s\" VARCHAR" : "\"k\" VARCHAR"), std::string::npos)
+            << schema;
+      }
+    }
+  }
+}
+
 TEST_P(JsonDecoderTest, TenMegabyteMessage) {
   Exec("CREATE TABLE t (s VARCHAR, l BIGINT[])");
   auto dec = Structured("t");
