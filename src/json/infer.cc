@@ -297,7 +297,7 @@ inline bool Inferrer::ObserveNumber(InferNode& n, od::value& v) {
     if (v.get_number().get(num) != simdjson::SUCCESS) {
       std::string_view token = TrimRight(v.raw_json_token());
       top_error_.clear();
-      refused_by_order_ = true;  // not read when an earlier message made this text
+      refused_by_order_ = true;  // (lenient readers do not merge parts; kept to be safe)
       validator_->error().problem = fmt::format("unreadable number {}", Excerpt(token));
       return false;
     }
@@ -320,7 +320,9 @@ inline bool Inferrer::ObserveNumber(InferNode& n, od::value& v) {
   if (v.get_double().get(d) != simdjson::SUCCESS) {
     std::string_view token = TrimRight(v.raw_json_token());
     top_error_.clear();
-    refused_by_order_ = true;  // not read when an earlier message made this text
+    // Out of range only here: one pass does not read the number once the key is text (a
+    // token that is no number at all is refused there too, for the same reason).
+    if (IsJsonNumber(token)) refused_by_order_ = true;
     validator_->error().problem = IsJsonNumber(token)
                                       ? fmt::format("{} is out of range for DOUBLE", token)
                                       : fmt::format("invalid number {}", Excerpt(token));

@@ -148,6 +148,19 @@ void InferRange(JsonReader& reader, Filler& validator, Inferrer& inferrer,
   }
 }
 
+// Waits until `a` no longer holds `from` and returns what it holds: a short spin first (the
+// other side is usually a merge of small trees away), then asleep.
+template <typename T>
+T AwaitChange(std::atomic<T>& a, T from) {
+  for (int spins = 0; spins < 256; ++spins) {
+    T now = a.load(std::memory_order_acquire);
+    if (now != from) return now;
+    if (spins >= 64) std::this_thread::yield();
+  }
+  a.wait(from, std::memory_order_acquire);
+  return a.load(std::memory_order_acquire);
+}
+
 // One part of pass 1 (the schema) inferred on a helper thread (InferredOptions::threads).
 struct InferPart {
   JsonReader reader;
@@ -268,7 +281,11 @@ Result<size_t> InferredDecoder::Decode(std::span<const Message> messages,
     // the helpers wait (briefly: a merge of small trees); in memory each part then fills
     // its range's rows, so the batch costs one hand-off, not two (a second one cost more
     // than it saved on two busy cores: docs/design/0023 decision 21).
-    std::atomic<size_t> inferred{0};
+    // In memory the helpers wait for the view and builders; for a table they are done
+    // after pass 1 (the rows are appended on this thread).
+    const bool fill_together = d.options.in_memory;
+    SLUICE_ASSERT(parts <= d.helpers->helpers() + 1);  // each part on a thread of its own
+    std::atomic<size_t> inferred{0};                   // helpers done with pass 1
     std::atomic<int> go{0};  // 0: wait; 1: fill; 2: done (pass 2 on the caller, or failed)
     Status set_up;
     d.helpers->Run(parts, [&](size_t p) {
@@ -282,24 +299,31 @@ Result<size_t> InferredDecoder::Decode(std::span<const Message> messages,
                    &part.errors);
         part.reader.Shrink();
         inferred.fetch_add(1, std::memory_order_acq_rel);
-        int g;
-        for (int spins = 0; (g = go.load(std::memory_order_acquire)) == 0; ++spins) {
-          if (spins > 64) std::this_thread::yield();
-        }
-        if (g == 1) fill_part(p, parts);
+        inferred.notify_one();
+        if (!fill_together) return;
+        if (AwaitChange(go, 0) == 1) fill_part(p, parts);
         return;
       }
+      // The helpers are let go however this part ends.
+      struct Release {
+        std::atomic<int>& go;
+        ~Release() {
+          int waiting = 0;
+          if (go.compare_exchange_strong(waiting, 2, std::memory_order_release)) go.notify_all();
+        }
+      } release{go};
       InferRange(d.reader, d.filler, d.inferrer, messages, begin, end, good, errors);
-      for (int spins = 0; inferred.load(std::memory_order_acquire) < parts - 1; ++spins) {
-        if (spins > 64) std::this_thread::yield();
+      for (size_t seen; (seen = inferred.load(std::memory_order_acquire)) < parts - 1;) {
+        AwaitChange(inferred, seen);
       }
       set_up = merge_and_set_up(parts);
-      const bool together = set_up.ok() && !app;
+      const bool together = set_up.ok() && fill_together;
       go.store(together ? 1 : 2, std::memory_order_release);
+      go.notify_all();
       if (together) fill_part(0, parts);
     });
     RETURN_IF_ERROR(set_up);
-    if (!app) fill_parts = parts;
+    if (fill_together) fill_parts = parts;
   }
   if (fill_parts == 1) {
     if (app) {
@@ -355,6 +379,9 @@ Status InferredDecoder::SetUp(std::optional<duck::Appender>* app) {
   d.schema_sql = cols;
   std::vector<duck::LogicalType> types;
   const bool rebuild = !d.builder || d.built_for != d.schema_sql;
+  // Set again only once everything below is made for the schema: a failure half-way must
+  // not leave builders of one schema beside a view of another for the next batch.
+  if (rebuild) d.built_for.clear();
   if (d.options.in_memory) {
     // The previous batch's chunks are about to be reused or freed: the view lets go first.
     if (d.view) d.view->SetChunks({});

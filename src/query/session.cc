@@ -372,6 +372,7 @@ void Session::Run() {
     server_.Unregister(slot_);
   }
   conn_.reset();
+  transport_.reset();  // a TLS session's close_notify goes out before the socket shuts
   ::shutdown(fd_, SHUT_RDWR);
 }
 
@@ -400,6 +401,7 @@ bool Session::Startup() {
       out_ += 'S';
       if (!Flush()) return false;
       transport_ = server_.options.tls->MakeServer(fd_);
+      if (transport_ == nullptr) return false;  // no TLS session could be made (SSL_new)
       tls_ = true;
       continue;
     }
