@@ -181,9 +181,11 @@ void Connection::ReadFrames() {
 
 Result<std::string> Connection::Principal() {
   if (!principal_.empty()) return principal_;
-  if (options_.tls == nullptr || options_.sasl || transport_ == nullptr) {
+  if (options_.tls == nullptr || options_.sasl) {
     return std::string(auth::kAnonymous);  // not remembered: SASL may still set one
   }
+  // Closed before its certificate was looked at: no principal rather than ANONYMOUS.
+  if (transport_ == nullptr) return FailedPreconditionError("the connection is closed");
   // An SSL listener: the certificate decides, once (a request arrived: the handshake is
   // done).
   std::optional<net::TlsSession> session = net::SessionOf(*transport_);
