@@ -187,6 +187,12 @@ void InProcessSource::StartPrefetch() {
   prefetch_cv_.notify_all();
 }
 
+void InProcessSource::BatchDecoded() {
+  if (!prefetch_due_) return;
+  prefetch_due_ = false;
+  StartPrefetch();
+}
+
 void InProcessSource::WaitPrefetch() const {
   std::unique_lock lock(prefetch_mu_);
   prefetch_cv_.wait(lock, [this] { return !prefetch_wanted_ && !prefetch_running_; });
@@ -552,11 +558,10 @@ SourceStep InProcessSource::NextBatch(size_t max_messages, SteadyTime deadline) 
     }
   }
   step.ready = pending_.size() >= max_messages || Clock::now() >= deadline;
-  // A batch goes to the runner: the next fetch runs while it is decoded and written.
-  if (step.ready && !pending_.empty() && !positions_.empty() &&
-      ReadAheadBytes() < read_ahead_bound) {
-    StartPrefetch();
-  }
+  // A batch goes to the runner: the next fetch runs once it is decoded, while its SQL and
+  // sink run (docs/design/0023 decision 22).
+  prefetch_due_ =
+      step.ready && !pending_.empty() && !positions_.empty() && ReadAheadBytes() < read_ahead_bound;
   return step;
 }
 

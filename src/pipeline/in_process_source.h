@@ -61,6 +61,7 @@ class InProcessSource final : public Source {
   Status Start(SourceListener* listener, bool arrivals) override;
   SourceStep NextBatch(size_t max_messages, SteadyTime deadline) override;
   std::span<const kafka::client::Message> InHand() const override { return pending_; }
+  void BatchDecoded() override;
   void BatchDone() override;
   void AcknowledgeRevocation() override;
   Status Commit(const std::vector<kafka::client::TopicPartition>& offsets,
@@ -142,9 +143,10 @@ class InProcessSource final : public Source {
   // On the runner's thread, or on the prefetch thread while the runner is outside the
   // source (0023 decision 18).
   bool FetchOnce();
-  // The prefetch: a FetchOnce started when a batch is handed out, so that it runs while
-  // the runner decodes and writes that batch; every entry point that touches what a fetch
-  // changes (positions, the read-ahead, the decoder's buffers) waits for it first.
+  // The prefetch: a FetchOnce started once the batch handed out is decoded
+  // (BatchDecoded), so that it runs while the runner's SQL and sink take that batch, not
+  // beside the decode's parts (0023 decision 22); every entry point that touches what a
+  // fetch changes (positions, the read-ahead, the decoder's buffers) waits for it first.
   void PrefetchLoop();
   void StartPrefetch();
   void WaitPrefetch() const;
@@ -195,6 +197,7 @@ class InProcessSource final : public Source {
   mutable std::condition_variable prefetch_cv_;
   bool prefetch_wanted_ = false;   // a FetchOnce to run
   bool prefetch_running_ = false;  // one runs now
+  bool prefetch_due_ = false;      // the runner's thread only: a prefetch for BatchDecoded
   bool prefetch_stop_ = false;
   std::thread prefetcher_;
 };

@@ -634,6 +634,7 @@ Status PipelineRunner::ProcessBatch(CommitMode mode) {
 
   std::vector<DecodeError> decode_errors;
   Result<size_t> decoded = impl.handler->Decode(pending, &decode_errors);
+  impl.source->BatchDecoded();
   bool batch_ok = true;
   bool wrote = false;  // the sink took the batch's rows
   if (!decoded.ok()) {

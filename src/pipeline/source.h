@@ -103,6 +103,10 @@ class Source {
   virtual SourceStep NextBatch(size_t max_messages, SteadyTime deadline) = 0;
   // The batch in hand (valid until BatchDone, Close or the next event).
   virtual std::span<const kafka::client::Message> InHand() const = 0;
+  // The batch in hand is decoded: what is left of it (the SQL, the sink) keeps one thread
+  // busy, so a source that reads ahead on a thread of its own may start now (before, it
+  // would take a core from the decode's parts).
+  virtual void BatchDecoded() {}
   // The batch in hand is processed (or given up): its records are released, and the next
   // batch starts with what was read ahead.
   virtual void BatchDone() = 0;
