@@ -122,7 +122,13 @@ def test_write_txn_markers_on_followers(brokers, md):
     by_node = {b.node: b for b in brokers}
     leader = leaders_of(md, TOPIC)[0]
     for b in brokers:
+        # A broker may answer UNKNOWN_TOPIC_OR_PARTITION until it has applied the
+        # controller's assignment, which the metadata of another broker can show first.
+        deadline = time.monotonic() + 30
         e = write_txn_marker(b.bootstrap, TOPIC, 0)
+        while e == 3 and time.monotonic() < deadline:
+            time.sleep(0.1)
+            e = write_txn_marker(b.bootstrap, TOPIC, 0)
         want = 0 if b.node == leader else 6  # NONE, NOT_LEADER_OR_FOLLOWER
         check(e == want, f"WriteTxnMarkers for {TOPIC}-0 on broker {b.node}: {e}, not {want}")
     e = write_txn_marker(by_node[leader].bootstrap, "no-such-topic", 0)
