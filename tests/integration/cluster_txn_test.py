@@ -197,7 +197,6 @@ def test_commit_and_abort(brokers):
 
 
 def test_leader_killed_during_commit(brokers, producer, committed):
-    by_node = {b.node: b for b in brokers}
     # The transaction's coordinator (the leader of its __transaction_state partition)
     # writes its own partitions' markers itself: the victim is another broker, reached by
     # WriteTxnMarkers.
